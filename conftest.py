@@ -1,0 +1,57 @@
+"""Repository-level pytest configuration (the plugin itself loads through its entry point).
+
+The autouse ``no_leftover_processes`` fixture fails any test that leaves a child process or a
+listening socket of this interpreter behind. Session fixtures (the broker) are set up before it,
+so they are part of its "before" snapshot and are not reported.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+
+def _children() -> dict[int, str]:
+    out = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                out[child.pid] = " ".join(child.cmdline())[:160]
+        except psutil.Error:
+            continue
+    return out
+
+
+def _listening() -> set[tuple[str, int]]:
+    try:
+        conns = psutil.Process().net_connections(kind="tcp")
+    except psutil.Error:
+        return set()
+    return {(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN}
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> object:
+    before, ports_before = _children(), _listening()
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        leaked = {pid: cmd for pid, cmd in _children().items() if pid not in before}
+        if not leaked or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    ports = _listening() - ports_before
+    if leaked:
+        for pid in leaked:
+            try:
+                os.killpg(os.getpgid(pid), 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+        pytest.fail("test left processes behind:\n" +
+                    "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in leaked.items()),
+                    pytrace=False)
+    if ports:
+        pytest.fail(f"test left listening sockets behind: {sorted(ports)}", pytrace=False)

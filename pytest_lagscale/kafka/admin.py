@@ -1,0 +1,302 @@
+"""Topic, offset, lag and group-assignment helpers over confluent-kafka's AdminClient.
+
+:class:`KafkaAdmin` holds one AdminClient; the module-level functions are one-shot shortcuts.
+:class:`KafkaLagSource` is the lag source of the autoscaler: each :meth:`~KafkaLagSource.read`
+returns ``{partition: (committed_offset, log_end_offset)}``, exactly the input that
+``control.keda.KafkaLagTrigger.evaluate`` takes, read the way KEDA's kafka scaler reads it
+(committed offsets of the group, then the latest offset of each partition).
+
+Source: specs/platform-notes.md §A "Topics from Python", §C "Lag and assignment via AdminClient";
+specs/keda-hpa-semantics.md §1.2-§1.3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Mapping
+
+from confluent_kafka import (ConsumerGroupTopicPartitions, KafkaError, KafkaException,
+                             TopicPartition)
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+
+from ..errors import BrokerError
+
+DEFAULT_TOPIC = "events"
+DEFAULT_PARTITIONS = 24
+OFFSET_INVALID = -1001  # librdkafka's "no committed offset"
+#: Errors that clear by themselves right after topic changes (leader election of new
+#: partitions, coordinator loading) even where librdkafka does not flag them retriable.
+_TRANSIENT_CODES = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+})
+#: ``{partition: (committed_offset, log_end_offset)}``; committed -1 = none committed,
+#: log_end None = missing from the latest-offset response.
+GroupOffsets = dict[int, tuple[int, int | None]]
+
+
+@dataclass(frozen=True)
+class MemberAssignment:
+    """One member of a consumer group and the partitions it owns right now.
+
+    Attributes:
+        member_id: broker-assigned member id.
+        client_id: the client's ``client.id``.
+        group_instance_id: static membership id, or None.
+        partitions: sorted partition numbers of the requested topic it owns.
+    """
+
+    member_id: str
+    client_id: str
+    group_instance_id: str | None
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """A consumer group's state and assignment.
+
+    Attributes:
+        state: ``STABLE``, ``PREPARING_REBALANCE``, ``COMPLETING_REBALANCE``, ``EMPTY``, ...
+        protocol: ``classic`` or ``consumer`` (KIP-848).
+        assignor: the partition assignor in use (``range``, ``cooperative-sticky``, ``uniform``).
+        members: one entry per member.
+    """
+
+    state: str
+    protocol: str
+    assignor: str
+    members: tuple[MemberAssignment, ...]
+
+
+class KafkaAdmin:
+    """Administrative operations against one cluster.
+
+    Args:
+        bootstrap_servers: ``host:port[,...]``.
+        client_config: extra librdkafka settings (SASL/TLS for external clusters).
+        timeout_s: per-request timeout in seconds.
+
+    Every method raises :class:`BrokerError` naming the topic or group when the broker
+    rejects the request or does not answer within ``timeout_s``.
+    """
+
+    def __init__(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None,
+                 timeout_s: float = 30.0):
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout_s = timeout_s
+        self._client = AdminClient({"bootstrap.servers": bootstrap_servers,
+                                    **dict(client_config or {})})
+
+    # -- topics --------------------------------------------------------------------------
+    def create_topic(self, topic: str = DEFAULT_TOPIC, partitions: int = DEFAULT_PARTITIONS,
+                     *, config: Mapping[str, str] | None = None, exist_ok: bool = False) -> None:
+        """Create ``topic`` with ``partitions`` partitions (replication factor 1).
+
+        Raises:
+            BrokerError: the topic exists (unless ``exist_ok``) or creation failed.
+        """
+        if partitions < 1:
+            raise BrokerError(f"partitions: {partitions!r} is below 1; use >= 1")
+        new = NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                       config=dict(config or {}))
+        future = self._client.create_topics([new], operation_timeout=self.timeout_s)[topic]
+        try:
+            future.result(timeout=self.timeout_s)
+        except KafkaException as exc:
+            if exist_ok and exc.args[0].name() == "TOPIC_ALREADY_EXISTS":
+                return
+            raise BrokerError(f"topic {topic!r}: create with {partitions} partitions failed: "
+                              f"{exc.args[0].str()}") from exc
+        self._wait_partitions(topic, partitions)
+
+    def increase_partitions(self, topic: str, new_total: int) -> None:
+        """Grow ``topic`` to ``new_total`` partitions (a new total, not an increment).
+
+        Raises:
+            BrokerError: ``new_total`` is not above the current count, or the broker refused.
+        """
+        current = self.partition_count(topic)
+        if new_total <= current:
+            raise BrokerError(f"topic {topic!r}: new partition total {new_total!r} must exceed "
+                              f"the current {current}; partitions can only be increased")
+        future = self._client.create_partitions([NewPartitions(topic, new_total)],
+                                                operation_timeout=self.timeout_s)[topic]
+        try:
+            future.result(timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise BrokerError(f"topic {topic!r}: growing to {new_total} partitions failed: "
+                              f"{exc.args[0].str()}") from exc
+        self._wait_partitions(topic, new_total)
+
+    def partition_count(self, topic: str) -> int:
+        """Number of partitions of ``topic``; raises BrokerError if it does not exist."""
+        md = self._client.list_topics(topic=topic, timeout=self.timeout_s).topics.get(topic)
+        if md is None or md.error is not None:
+            why = md.error.str() if md is not None and md.error else "not found"
+            raise BrokerError(f"topic {topic!r}: {why}; create it first")
+        return len(md.partitions)
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete ``topic`` (used by tests to reuse a broker)."""
+        try:
+            self._client.delete_topics([topic], operation_timeout=self.timeout_s)[topic].result()
+        except KafkaException as exc:
+            raise BrokerError(f"topic {topic!r}: delete failed: {exc.args[0].str()}") from exc
+
+    # -- offsets -------------------------------------------------------------------------
+    def end_offsets(self, topic: str, which: Literal["latest", "earliest"] = "latest"
+                    ) -> dict[int, int]:
+        """Log-end (``latest``) or log-start (``earliest``) offset per partition of ``topic``."""
+        spec = OffsetSpec.latest() if which == "latest" else OffsetSpec.earliest()
+        request = {TopicPartition(topic, p): spec for p in range(self.partition_count(topic))}
+
+        def attempt() -> dict[int, int]:
+            futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
+            return {tp.partition: f.result().offset for tp, f in futures.items()}
+
+        return self._retry_retriable(attempt, f"topic {topic!r}: list_offsets({which})")
+
+    def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
+        """Committed offset of ``group`` per partition of ``topic``; -1 where none committed."""
+        parts = [TopicPartition(topic, p) for p in range(self.partition_count(topic))]
+        request = [ConsumerGroupTopicPartitions(group, parts)]
+        result = self._retry_retriable(
+            lambda: self._client.list_consumer_group_offsets(request)[group].result(
+                timeout=self.timeout_s),
+            f"group {group!r}: list_consumer_group_offsets")
+        out: dict[int, int] = {}
+        for tp in result.topic_partitions:
+            if tp.error is not None:
+                raise BrokerError(f"group {group!r}: committed offset of {topic}[{tp.partition}] "
+                                  f"failed: {tp.error.str()}")
+            out[tp.partition] = -1 if tp.offset < 0 else tp.offset
+        return out
+
+    def group_offsets(self, group: str, topic: str) -> GroupOffsets:
+        """``{partition: (committed, log_end)}`` as KEDA's kafka scaler reads them.
+
+        Committed offsets are read first, then log-end offsets, so a lag computed from one
+        snapshot is never negative because of read order. Committed -1 means none committed.
+        """
+        committed = self.committed_offsets(group, topic)
+        latest = self.end_offsets(topic, "latest")
+        return {p: (committed.get(p, -1), latest.get(p)) for p in sorted(set(committed) | set(latest))}
+
+    def partition_lag(self, group: str, topic: str,
+                      offset_reset_policy: Literal["latest", "earliest"] = "latest"
+                      ) -> dict[int, int]:
+        """Per-partition lag of ``group`` exactly as KEDA's kafka scaler defines it.
+
+        ``lag = log_end - committed``; with nothing committed (-1): ``latest`` policy counts 1,
+        ``earliest`` counts the whole log-end offset; a partition missing from the latest
+        offsets counts 0. Negative values are kept (KEDA does not clamp per partition).
+
+        Source: kedacore/keda pkg/scalers/kafka_scaler.go getLagForPartition v2.20.2;
+        specs/keda-hpa-semantics.md §1.3 (rules 2, 4, 5, 7; no scaleToZeroOnInvalidOffset,
+        no excludePersistentLag — those live in control.keda.KafkaLagTrigger).
+        """
+        if offset_reset_policy not in ("latest", "earliest"):
+            raise BrokerError(f"offsetResetPolicy: {offset_reset_policy!r} is not one of "
+                              "'latest', 'earliest'")
+        out = {}
+        for p, (committed, log_end) in self.group_offsets(group, topic).items():
+            if log_end is None:
+                out[p] = 0
+            elif committed == -1:
+                out[p] = 1 if offset_reset_policy == "latest" else log_end
+            else:
+                out[p] = log_end - committed
+        return out
+
+    # -- groups --------------------------------------------------------------------------
+    def describe_group(self, group: str, topic: str | None = None) -> GroupState:
+        """State, protocol and per-member assignment of ``group`` (optionally one topic's)."""
+        desc = self._retry_retriable(
+            lambda: self._client.describe_consumer_groups(
+                [group], request_timeout=self.timeout_s)[group].result(timeout=self.timeout_s),
+            f"group {group!r}: describe")
+        members = []
+        for m in desc.members:
+            tps = m.assignment.topic_partitions if m.assignment else []
+            parts = tuple(sorted(tp.partition for tp in tps if topic is None or tp.topic == topic))
+            members.append(MemberAssignment(m.member_id, m.client_id, m.group_instance_id, parts))
+        protocol = getattr(getattr(desc, "type", None), "name", "CLASSIC").lower()
+        state = getattr(desc.state, "name", str(desc.state))
+        return GroupState(state, protocol, desc.partition_assignor or "",
+                          tuple(sorted(members, key=lambda m: m.client_id)))
+
+    def group_assignment(self, group: str, topic: str | None = None) -> dict[str, tuple[int, ...]]:
+        """``{member_id: partitions}`` of ``group`` right now."""
+        return {m.member_id: m.partitions for m in self.describe_group(group, topic).members}
+
+    # -- internals -----------------------------------------------------------------------
+    def _retry_retriable(self, call, what: str):  # type: ignore[no-untyped-def]
+        """Run ``call`` again while it fails with a retriable error (leader moves, new
+        partitions), for at most ``timeout_s``; other errors raise BrokerError at once."""
+        import time
+
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return call()
+            except KafkaException as exc:
+                err = exc.args[0]
+                transient = err.retriable() or err.code() in _TRANSIENT_CODES
+                if not transient or time.monotonic() > deadline:
+                    raise BrokerError(f"{what} failed: {err.str()}") from exc
+            time.sleep(0.1)
+
+    def _wait_partitions(self, topic: str, expected: int) -> None:
+        """Wait until metadata shows ``expected`` partitions with leaders (bounded)."""
+        import time
+
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            md = self._client.list_topics(topic=topic, timeout=self.timeout_s).topics.get(topic)
+            if (md is not None and md.error is None and len(md.partitions) == expected
+                    and all(p.leader >= 0 for p in md.partitions.values())):
+                return
+            time.sleep(0.1)
+        raise BrokerError(f"topic {topic!r}: metadata did not show {expected} partitions with "
+                          f"leaders within {self.timeout_s:.0f} s")
+
+
+class KafkaLagSource:
+    """The autoscaler's lag input: group offsets of one topic, read per poll.
+
+    Args:
+        admin: the admin connection.
+        group: consumer group (``enrich``).
+        topic: topic (``events``).
+
+    Example:
+        >>> source = KafkaLagSource(KafkaAdmin("127.0.0.1:9092"), "enrich", "events")  # doctest: +SKIP
+        >>> trigger.evaluate(source.read())  # doctest: +SKIP
+    """
+
+    def __init__(self, admin: KafkaAdmin, group: str, topic: str):
+        self.admin, self.group, self.topic = admin, group, topic
+
+    def read(self) -> GroupOffsets:
+        """One snapshot ``{partition: (committed, log_end)}``; BrokerError on failure."""
+        return self.admin.group_offsets(self.group, self.topic)
+
+
+# -- one-shot shortcuts ----------------------------------------------------------------------
+def create_topic(bootstrap_servers: str, topic: str = DEFAULT_TOPIC,
+                 partitions: int = DEFAULT_PARTITIONS, **kwargs: object) -> None:
+    """Shortcut for :meth:`KafkaAdmin.create_topic`."""
+    KafkaAdmin(bootstrap_servers).create_topic(topic, partitions, **kwargs)  # type: ignore[arg-type]
+
+
+def end_offsets(bootstrap_servers: str, topic: str = DEFAULT_TOPIC) -> dict[int, int]:
+    """Shortcut for :meth:`KafkaAdmin.end_offsets` (log-end offsets)."""
+    return KafkaAdmin(bootstrap_servers).end_offsets(topic)
+
+
+def committed_offsets(bootstrap_servers: str, group: str, topic: str = DEFAULT_TOPIC
+                      ) -> dict[int, int]:
+    """Shortcut for :meth:`KafkaAdmin.committed_offsets`."""
+    return KafkaAdmin(bootstrap_servers).committed_offsets(group, topic)

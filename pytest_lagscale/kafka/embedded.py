@@ -1,0 +1,291 @@
+"""An embedded Apache Kafka broker: one combined KRaft node on 127.0.0.1, no Docker.
+
+Life of one :class:`EmbeddedKafka`:
+
+1. resolve the pinned classpath (:mod:`.artifacts`, cached per user);
+2. pick two free loopback ports (client, controller) and a data directory for this run;
+3. write ``server.properties`` and a log4j2 config, generate a cluster id in Python and run
+   ``kafka.tools.StorageTool format --standalone`` (dynamic quorum, as the 4.x quickstart);
+4. start ``kafka.Kafka`` in its own process group (:class:`~pytest_lagscale.process.ManagedProcess`);
+5. ready when an AdminClient lists the cluster's metadata;
+6. stop: SIGTERM (controlled shutdown), SIGKILL after ``stop_timeout_s``, reap the whole group.
+
+Source: specs/platform-notes.md §A (StorageTool, minimal single-node properties, log4j2).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping
+
+from ..errors import BrokerError, ReadinessTimeout
+from ..process import ManagedProcess
+from . import artifacts
+
+#: Broker settings the harness changes from Kafka's defaults, and why.
+HARNESS_BROKER_SETTINGS: dict[str, str] = {
+    # A single node cannot hold replication factor 3 internal topics.
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    # Default 3000 ms delays every first classic rebalance; experiments time rebalances.
+    "group.initial.rebalance.delay.ms": "0",
+    # Let clients pick short classic session timeouts (tests restart static members).
+    "group.min.session.timeout.ms": "3000",
+    # KIP-848 timing is broker-side; 4.x defaults are 45 s / 5 s with min == default.
+    "group.consumer.min.session.timeout.ms": "3000",
+    "group.consumer.session.timeout.ms": "10000",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "log.retention.hours": "24",
+}
+
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {logs}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """An ephemeral TCP port that was free on ``host`` a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64, no padding, not starting with '-'.
+
+    Source: apache/kafka clients/.../common/Uuid.java (toString) at 4.1.1;
+    specs/platform-notes.md §A.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+class EmbeddedKafka:
+    """A single-node KRaft Apache Kafka broker run from the pinned Maven classpath.
+
+    Args:
+        data_dir: directory for config, data and logs; a fresh temporary directory (removed on
+            stop) when None. A given directory is kept.
+        heap_mb: broker JVM heap in MiB (``-Xms`` = ``-Xmx``).
+        broker_settings: extra ``server.properties`` entries, applied over
+            :data:`HARNESS_BROKER_SETTINGS`.
+        startup_timeout_s: seconds to wait for readiness before :class:`ReadinessTimeout`.
+        stop_timeout_s: seconds between SIGTERM and SIGKILL on stop.
+        java: the ``java`` executable.
+
+    Raises:
+        BrokerError: from :meth:`start` when resolution or formatting fails or the broker exits
+            during startup (message carries the exit code and the last 20 log lines).
+        ReadinessTimeout: from :meth:`start` when the broker is not ready in time.
+
+    Example:
+        >>> with EmbeddedKafka() as kafka:  # doctest: +SKIP
+        ...     print(kafka.bootstrap_servers)
+        127.0.0.1:40123
+    """
+
+    kind = "embedded"
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        heap_mb: int = 512,
+        broker_settings: Mapping[str, str] | None = None,
+        startup_timeout_s: float = 90.0,
+        stop_timeout_s: float = 20.0,
+        java: str = "java",
+    ):
+        if heap_mb < 128:
+            raise BrokerError(f"heap_mb: {heap_mb!r} is below 128; give the broker >= 128 MiB")
+        self._given_dir = Path(data_dir) if data_dir else None
+        self.heap_mb = heap_mb
+        self.settings: dict[str, str] = {**HARNESS_BROKER_SETTINGS,
+                                         **{k: str(v) for k, v in (broker_settings or {}).items()}}
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.java = java
+        self.client_config: dict[str, str] = {}
+        self.version = artifacts.pinned_version()
+        self.home: Path | None = None
+        self.port: int | None = None
+        self.controller_port: int | None = None
+        self.process: ManagedProcess | None = None
+        self.startup_s: float | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>``; raises BrokerError before :meth:`start`."""
+        if self.port is None:
+            raise BrokerError("kafka: not started; call start() or use it as a context manager")
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path | None:
+        """The broker's ``server.log`` (None before start)."""
+        return self.home / "logs" / "server.log" if self.home else None
+
+    def start(self) -> "EmbeddedKafka":
+        """Format storage, start the broker and wait until an AdminClient sees it."""
+        if self.process is not None:
+            return self
+        started = time.monotonic()
+        dist = artifacts.resolve()
+        self.home = self._given_dir or Path(tempfile.mkdtemp(prefix="lagscale-kafka-"))
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        self.port, self.controller_port = free_port(), free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
+        props = self._write_config()
+        self._format(dist, props)
+        self.process = ManagedProcess(
+            "kafka", self._broker_argv(dist, props),
+            log_path=self.home / "logs" / "stdout.log",
+        ).start()
+        self._wait_ready(started)
+        self.startup_s = time.monotonic() - started
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> str:
+        """Stop the broker's process group; returns how (``terminated``/``killed``/...).
+
+        Idempotent. Removes the data directory when it was a temporary one.
+        """
+        outcome = "not_started"
+        if self.process is not None:
+            outcome = self.process.stop(self.stop_timeout_s if timeout_s is None else timeout_s)
+        if self.home is not None and self._given_dir is None:
+            shutil.rmtree(self.home, ignore_errors=True)
+        return outcome
+
+    def __enter__(self) -> "EmbeddedKafka":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- steps ---------------------------------------------------------------------------
+    def _write_config(self) -> Path:
+        assert self.home is not None
+        listeners = (f"PLAINTEXT://127.0.0.1:{self.port},"
+                     f"CONTROLLER://127.0.0.1:{self.controller_port}")
+        base = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "listeners": listeners,
+            "advertised.listeners": listeners,
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.home / "data"),
+        }
+        props = self.home / "server.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in {**base, **self.settings}.items()))
+        (self.home / "log4j2.properties").write_text(_LOG4J2.format(logs=self.home / "logs"))
+        return props
+
+    def _jvm_base(self, dist: artifacts.KafkaDistribution, heap_mb: int) -> list[str]:
+        assert self.home is not None
+        return [self.java, f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m",
+                "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+                f"-Dkafka.logs.dir={self.home / 'logs'}", "-cp", dist.classpath]
+
+    def _format(self, dist: artifacts.KafkaDistribution, props: Path) -> None:
+        argv = [*self._jvm_base(dist, 256), "kafka.tools.StorageTool", "format",
+                "-t", new_cluster_id(), "-c", str(props), "--standalone", "--ignore-formatted"]
+        assert self.home is not None
+        fmt = ManagedProcess("kafka-format", argv, log_path=self.home / "logs" / "format.log")
+        with fmt:
+            code = fmt.wait(120.0)
+        if code != 0:
+            tail = "\n".join(fmt.tail())
+            raise BrokerError(f"kafka: storage format exited with {code}; see "
+                              f"{fmt.log_path}\n{tail}")
+
+    def _broker_argv(self, dist: artifacts.KafkaDistribution, props: Path) -> list[str]:
+        return [*self._jvm_base(dist, self.heap_mb), "kafka.Kafka", str(props)]
+
+    def _wait_ready(self, started: float) -> None:
+        from confluent_kafka.admin import AdminClient  # heavy import, only when starting
+
+        assert self.process is not None
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                             "socket.connection.setup.timeout.ms": 1000,
+                             "log_level": 0})  # refused connects are expected here
+        deadline = started + self.startup_timeout_s
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                raise BrokerError(f"kafka: broker exited with code {code} during startup; "
+                                  f"see {self.log_path}\n{self._log_tail()}")
+            try:
+                md = admin.list_topics(timeout=1.0)
+                if md.brokers:
+                    return
+            except Exception:  # KafkaException while the listener is not up yet
+                pass
+            if time.monotonic() > deadline:
+                raise ReadinessTimeout(
+                    f"kafka: timed out after {self.startup_timeout_s:.0f} s waiting for the "
+                    f"broker on {self.bootstrap_servers}; raise startup_timeout_s or check "
+                    f"{self.log_path}\n{self._log_tail()}")
+            time.sleep(0.2)
+
+    def _log_tail(self) -> str:
+        assert self.process is not None
+        lines = self.process.tail(10)
+        if self.log_path and self.log_path.exists():
+            lines += self.log_path.read_text(errors="replace").splitlines()[-10:]
+        return "\n".join(lines[-20:])
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - manual smoke entry point
+    """Run an embedded broker until Ctrl-C: ``python -m pytest_lagscale.kafka.embedded``."""
+    with EmbeddedKafka() as kafka:
+        print(kafka.bootstrap_servers, flush=True)
+        try:
+            while kafka.process and kafka.process.running():
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""`lagscale produce` (placeholder; owned by the load generator)."""

@@ -1,0 +1,212 @@
+"""The events the load generator sends: one fixed binary layout, seeded keys and payloads.
+
+Binary layout of one record value (little-endian, no padding, ``EVENT_SIZE_BYTES`` = 280 bytes;
+``struct`` format ``EVENT_STRUCT_FORMAT`` = ``"<Q256sqQ"``; numpy ``EVENT_DTYPE``):
+
+==========  ======  =========  ========================================================
+offset (B)  size B  field      meaning
+==========  ======  =========  ========================================================
+0           8       entity_id  uint64: entity the event belongs to (bounded Zipf, see below)
+8           256     payload    256 opaque bytes from the seeded generator
+264         8       ts         int64: wall-clock send time, ns since the Unix epoch (UTC)
+272         8       seq        uint64: global sequence number, 0-based, in send order
+==========  ======  =========  ========================================================
+
+Record key: ``entity_id`` as 8 bytes **big-endian** unsigned (``struct`` ``">Q"``), the encoding of
+Kafka's Java ``LongSerializer``, so Java tools and the default partitioners agree on it.
+
+Determinism: for one seed, the sequence of ``entity_id``, ``payload`` and ``seq`` values is fixed,
+whatever the batch sizes it is drawn in. ``ts`` is the only non-deterministic field: the producer
+stamps each batch with ``time.time_ns()`` just before handing it to the client (records sent in
+one pacing tick share a ``ts``).
+
+Keys: ``entity_id`` = rank - 1 of a bounded Zipf law over ``entities`` ranks (default 5,000,000,
+exponent 1.1): P(rank k) = k^-s / H(N, s). Entity 0 is the hottest. Sampling is inverse-CDF with
+``numpy.searchsorted`` over precomputed cumulative weights, fed by
+``Generator(PCG64(SeedSequence(seed).spawn(2)[0])).random``. Payloads are raw 64-bit outputs of
+``PCG64(SeedSequence(seed).spawn(2)[1])`` viewed as bytes (little-endian hosts).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+EVENT_STRUCT_FORMAT = "<Q256sqQ"
+PAYLOAD_SIZE_BYTES = 256
+EVENT_SIZE_BYTES = struct.calcsize(EVENT_STRUCT_FORMAT)
+KEY_STRUCT_FORMAT = ">Q"
+KEY_SIZE_BYTES = 8
+EVENT_DTYPE = np.dtype(
+    [
+        ("entity_id", "<u8"),
+        ("payload", "u1", (PAYLOAD_SIZE_BYTES,)),
+        ("ts", "<i8"),
+        ("seq", "<u8"),
+    ]
+)
+DEFAULT_ENTITIES = 5_000_000
+DEFAULT_ZIPF_S = 1.1
+DEFAULT_BLOCK_RECORDS = 65_536
+
+assert EVENT_DTYPE.itemsize == EVENT_SIZE_BYTES == 280
+
+
+class Event(NamedTuple):
+    """One decoded event (see the module docstring for units)."""
+
+    entity_id: int
+    payload: bytes
+    ts: int
+    seq: int
+
+
+def encode_event(event: Event) -> bytes:
+    """Encode one event into its 280-byte value.
+
+    Raises:
+        struct.error: a field is out of its type's range or the payload is not 256 bytes.
+    """
+    if len(event.payload) != PAYLOAD_SIZE_BYTES:
+        raise struct.error(f"payload: {len(event.payload)} bytes; expected {PAYLOAD_SIZE_BYTES}")
+    return struct.pack(EVENT_STRUCT_FORMAT, event.entity_id, event.payload, event.ts, event.seq)
+
+
+def decode_event(value: bytes) -> Event:
+    """Decode one 280-byte record value.
+
+    Raises:
+        struct.error: ``value`` is not exactly ``EVENT_SIZE_BYTES`` long.
+    """
+    return Event(*struct.unpack(EVENT_STRUCT_FORMAT, value))
+
+
+def encode_events(events: np.ndarray) -> bytes:
+    """Encode a structured array of ``EVENT_DTYPE`` into concatenated 280-byte values.
+
+    Raises:
+        ValueError: ``events`` does not have dtype ``EVENT_DTYPE``.
+    """
+    if events.dtype != EVENT_DTYPE:
+        raise ValueError(f"events: dtype {events.dtype!r}; expected EVENT_DTYPE")
+    return np.ascontiguousarray(events).tobytes()
+
+
+def decode_events(values: bytes | bytearray | memoryview | Sequence[bytes]) -> np.ndarray:
+    """Decode record values into a structured array, one row per event (vectorised).
+
+    Args:
+        values: concatenated values, or a sequence of single 280-byte values (joined first).
+
+    Returns:
+        A read-only array of dtype ``EVENT_DTYPE`` (columns entity_id u8, payload u1[256],
+        ts i8 in ns since the epoch, seq u8), one row per event, in input order.
+
+    Raises:
+        ValueError: the total length is not a multiple of ``EVENT_SIZE_BYTES``, or one of the
+            given values is not exactly ``EVENT_SIZE_BYTES`` long.
+    """
+    if not isinstance(values, (bytes, bytearray, memoryview)):
+        bad = [i for i, v in enumerate(values) if len(v) != EVENT_SIZE_BYTES]
+        if bad:
+            raise ValueError(
+                f"values[{bad[0]}]: {len(values[bad[0]])} bytes; every value must be "
+                f"{EVENT_SIZE_BYTES} bytes (EVENT_DTYPE)"
+            )
+        values = b"".join(values)
+    if len(values) % EVENT_SIZE_BYTES:
+        raise ValueError(
+            f"values: {len(values)} bytes is not a multiple of {EVENT_SIZE_BYTES} (EVENT_DTYPE)"
+        )
+    return np.frombuffer(values, dtype=EVENT_DTYPE)
+
+
+def encode_keys(entity_ids: np.ndarray) -> bytes:
+    """Concatenated 8-byte big-endian keys for ``entity_ids`` (uint64 array)."""
+    return np.asarray(entity_ids, dtype=">u8").tobytes()
+
+
+@functools.lru_cache(maxsize=4)
+def zipf_cdf(entities: int, exponent: float) -> np.ndarray:
+    """Cumulative probabilities of a bounded Zipf law over ranks 1..``entities``.
+
+    Args:
+        entities: number of ranks N (>= 1).
+        exponent: s >= 0 (0 is uniform).
+
+    Returns:
+        A read-only float64 array of length N; element k-1 = P(rank <= k); the last is 1.0.
+    """
+    weights = np.arange(1, entities + 1, dtype=np.float64) ** -float(exponent)
+    cdf = np.cumsum(weights)
+    cdf /= cdf[-1]
+    cdf.flags.writeable = False
+    return cdf
+
+
+def zipf_probabilities(ranks: np.ndarray, entities: int, exponent: float) -> np.ndarray:
+    """Theoretical P(rank = k) for each k in ``ranks`` (1-based) of the bounded Zipf law."""
+    norm = float(np.sum(np.arange(1, entities + 1, dtype=np.float64) ** -float(exponent)))
+    return np.asarray(ranks, dtype=np.float64) ** -float(exponent) / norm
+
+
+class EventSource:
+    """A deterministic stream of events for one seed (``ts`` left 0 for the sender to stamp).
+
+    Args:
+        seed: non-negative integer seed; equal seeds give equal streams.
+        entities: number of distinct entity ids (Zipf ranks).
+        zipf_s: Zipf exponent s.
+        block_records: events generated per vectorised block (memory vs call overhead only;
+            the stream does not depend on it).
+    """
+
+    def __init__(
+        self,
+        seed: int,
+        *,
+        entities: int = DEFAULT_ENTITIES,
+        zipf_s: float = DEFAULT_ZIPF_S,
+        block_records: int = DEFAULT_BLOCK_RECORDS,
+    ):
+        key_seq, payload_seq = np.random.SeedSequence(seed).spawn(2)
+        self._keys = np.random.Generator(np.random.PCG64(key_seq))
+        self._payloads = np.random.PCG64(payload_seq)
+        self._cdf = zipf_cdf(entities, zipf_s)
+        self._block_records = block_records
+        self._block = np.empty(0, dtype=EVENT_DTYPE)
+        self._pos = 0
+        self._next_seq = 0
+
+    @property
+    def next_seq(self) -> int:
+        """The ``seq`` the next event will carry (= events taken so far)."""
+        return self._next_seq - (len(self._block) - self._pos)
+
+    def take(self, n: int) -> np.ndarray:
+        """The next ``n`` events as a new writable ``EVENT_DTYPE`` array (``ts`` = 0)."""
+        out = np.empty(n, dtype=EVENT_DTYPE)
+        filled = 0
+        while filled < n:
+            if self._pos == len(self._block):
+                self._block = self._generate(self._block_records)
+                self._pos = 0
+            k = min(n - filled, len(self._block) - self._pos)
+            out[filled : filled + k] = self._block[self._pos : self._pos + k]
+            filled += k
+            self._pos += k
+        return out
+
+    def _generate(self, n: int) -> np.ndarray:
+        block = np.empty(n, dtype=EVENT_DTYPE)
+        ranks = np.searchsorted(self._cdf, self._keys.random(n), side="right")
+        block["entity_id"] = np.minimum(ranks, len(self._cdf) - 1)
+        raw = self._payloads.random_raw(n * PAYLOAD_SIZE_BYTES // 8)
+        block["payload"] = raw.view(np.uint8).reshape(n, PAYLOAD_SIZE_BYTES)
+        block["ts"] = 0
+        block["seq"] = np.arange(self._next_seq, self._next_seq + n, dtype=np.uint64)
+        self._next_seq += n
+        return block

@@ -1,0 +1,334 @@
+"""Child processes in their own process groups, stopped SIGTERM -> grace -> SIGKILL -> reap.
+
+Every process pytest-lagscale starts (broker, replicas, Prometheus, perf tools) goes through
+:class:`ManagedProcess`: it runs in a new session (so its process group id equals its pid and
+``os.killpg`` reaches everything it forks), carries the run id in ``LAGSCALE_RUN_ID``, writes a
+pid file under ``~/.cache/pytest-lagscale/pids/<run id>/`` and is stopped at interpreter exit if
+nobody stopped it before. ``lagscale cleanup`` reaps what a killed harness left behind by run id.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Literal, Mapping, Sequence
+
+from .errors import LagscaleError
+
+log = logging.getLogger(__name__)
+
+RUN_ID_ENV = "LAGSCALE_RUN_ID"
+StopOutcome = Literal["not_started", "exited", "terminated", "killed"]
+
+_registry_lock = threading.Lock()
+_live: dict[int, "ManagedProcess"] = {}
+
+
+def run_id() -> str:
+    """The id of this harness run, inherited by every child through ``LAGSCALE_RUN_ID``.
+
+    Created on first use (12 hex chars) and stored in ``os.environ`` so that children and
+    nested harness processes share it.
+    """
+    rid = os.environ.get(RUN_ID_ENV)
+    if not rid:
+        rid = uuid.uuid4().hex[:12]
+        os.environ[RUN_ID_ENV] = rid
+    return rid
+
+
+def cache_dir() -> Path:
+    """Per-user cache root (``$LAGSCALE_CACHE_DIR`` or ``~/.cache/pytest-lagscale``)."""
+    root = os.environ.get("LAGSCALE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pytest-lagscale"
+    )
+    return Path(root)
+
+
+def pid_dir(rid: str | None = None) -> Path:
+    """Directory holding the pid files of run ``rid`` (default: this run)."""
+    return cache_dir() / "pids" / (rid or run_id())
+
+
+class ManagedProcess:
+    """One child process in its own process group.
+
+    Args:
+        name: short unique label (``kafka``, ``replica-3``); used in logs, pid file, errors.
+        argv: the command line.
+        env: extra environment on top of ``os.environ`` (``LAGSCALE_RUN_ID`` always added).
+        cwd: working directory.
+        log_path: file receiving stdout and stderr (appended); ``None`` discards output.
+
+    Raises:
+        LagscaleError: from :meth:`start` if the executable cannot be started.
+
+    Example:
+        >>> with ManagedProcess("sleeper", ["sleep", "30"]) as p:  # doctest: +SKIP
+        ...     p.pid > 0
+        True
+    """
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        log_path: str | os.PathLike[str] | None = None,
+    ):
+        self.name = name
+        self.argv = [str(a) for a in argv]
+        self.env = dict(env or {})
+        self.cwd = cwd
+        self.log_path = Path(log_path) if log_path else None
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.stop_outcome: StopOutcome | None = None
+        self._pid_file: Path | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> "ManagedProcess":
+        """Start the process in a new session; returns self."""
+        if self.popen is not None:
+            return self
+        env = {**os.environ, **self.env, RUN_ID_ENV: run_id()}
+        out = subprocess.DEVNULL
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            out = open(self.log_path, "ab")  # noqa: SIM115 - closed after Popen copies the fd
+        try:
+            self.popen = subprocess.Popen(
+                self.argv,
+                env=env,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise LagscaleError(
+                f"{self.name}: cannot start {self.argv[0]!r}: {exc}; check that it is installed"
+            ) from exc
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()
+        with _registry_lock:
+            _live[self.popen.pid] = self
+        self._write_pid_file()
+        log.debug("%s: started pid %d: %s", self.name, self.popen.pid, " ".join(self.argv))
+        return self
+
+    @property
+    def pid(self) -> int:
+        """Process id (== process group id); raises LagscaleError before start."""
+        if self.popen is None:
+            raise LagscaleError(f"{self.name}: not started; call start() first")
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        """Exit code if the leader exited, else None (also None before start)."""
+        return None if self.popen is None else self.popen.poll()
+
+    def running(self) -> bool:
+        """True while the group leader runs."""
+        return self.popen is not None and self.popen.poll() is None
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the whole process group (no error if it is gone)."""
+        if self.popen is None:
+            return
+        try:
+            os.killpg(self.popen.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout_s: float) -> int | None:
+        """Wait up to ``timeout_s`` seconds for the leader; returns its exit code or None."""
+        if self.popen is None:
+            return None
+        try:
+            return self.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, timeout_s: float = 10.0, *, graceful: bool = True) -> StopOutcome:
+        """Stop the group: SIGTERM, wait ``timeout_s`` seconds, SIGKILL, reap. Idempotent.
+
+        Args:
+            timeout_s: grace period in seconds between SIGTERM and SIGKILL.
+            graceful: False skips SIGTERM and kills at once.
+
+        Returns:
+            ``exited`` (it had already exited), ``terminated`` (exited within the grace period),
+            ``killed`` (needed SIGKILL), or ``not_started``.
+        """
+        if self.popen is None:
+            return "not_started"
+        if self.stop_outcome is not None:
+            return self.stop_outcome
+        outcome: StopOutcome
+        if self.popen.poll() is not None:
+            outcome = "exited"
+        elif graceful:
+            self.signal(signal.SIGTERM)
+            outcome = "terminated" if self.wait(timeout_s) is not None else "killed"
+        else:
+            outcome = "killed"
+        # Whatever the leader did, nothing of its group may survive it.
+        self.signal(signal.SIGKILL)
+        self.popen.wait()
+        _wait_group_gone(self.popen.pid, timeout_s=5.0)
+        self.stop_outcome = outcome
+        with _registry_lock:
+            _live.pop(self.popen.pid, None)
+        if self._pid_file is not None:
+            self._pid_file.unlink(missing_ok=True)
+        log.info("%s: stopped pid %d (%s, exit %s)", self.name, self.popen.pid, outcome,
+                 self.popen.returncode)
+        return outcome
+
+    def tail(self, lines: int = 20) -> list[str]:
+        """The last ``lines`` lines of the process's log (empty when there is no log)."""
+        if self.log_path is None or not self.log_path.exists():
+            return []
+        with open(self.log_path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            text = fh.read().decode("utf-8", "replace")
+        return list(deque(text.splitlines(), maxlen=lines))
+
+    def __enter__(self) -> "ManagedProcess":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        pid = self.popen.pid if self.popen else None
+        return f"ManagedProcess({self.name!r}, pid={pid})"
+
+    def _write_pid_file(self) -> None:
+        try:
+            d = pid_dir()
+            d.mkdir(parents=True, exist_ok=True)
+            self._pid_file = d / f"{self.name}.{self.pid}.pid"
+            self._pid_file.write_text(f"{self.pid}\n{' '.join(self.argv)}\n")
+        except OSError:  # pid files are a convenience for `lagscale cleanup`
+            self._pid_file = None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # killpg(0) succeeds for zombies too; check that some member is not a zombie.
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live (non-zombie) processes in process group ``pgid``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def live_processes() -> list[ManagedProcess]:
+    """Processes started by this interpreter and not yet stopped."""
+    with _registry_lock:
+        return list(_live.values())
+
+
+def stop_all(timeout_s: float = 5.0) -> None:
+    """Stop every process this interpreter started and has not stopped (newest first)."""
+    for proc in reversed(live_processes()):
+        try:
+            proc.stop(timeout_s)
+        except Exception:  # keep stopping the others; this runs at exit
+            log.exception("%s: stop failed", proc.name)
+
+
+def reap_run(rid: str, timeout_s: float = 5.0) -> list[int]:
+    """Kill every process group recorded for run ``rid`` or carrying it in its environment.
+
+    Used by ``lagscale cleanup`` after a harness was killed with SIGKILL.
+
+    Returns:
+        The process group ids that were signalled.
+    """
+    pgids: set[int] = set()
+    d = pid_dir(rid)
+    if d.exists():
+        for f in d.glob("*.pid"):
+            try:
+                pgids.add(int(f.read_text().split()[0]))
+            except (OSError, ValueError, IndexError):
+                pass
+            f.unlink(missing_ok=True)
+    needle = f"{RUN_ID_ENV}={rid}".encode()
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                pgids.add(os.getpgid(int(entry.name)))
+        except (OSError, ProcessLookupError):
+            continue
+    pgids.discard(os.getpgid(0))
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    for pgid in pgids:
+        _wait_group_gone(pgid, timeout_s)
+    return sorted(pgids)
+
+
+atexit.register(stop_all)
