@@ -10,7 +10,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -21,7 +20,7 @@ import yaml
 from ..errors import ConfigError
 from .schedule import Step
 from .schema import (COMMON, FIELDS, KINDS, REQUIRED, STEP_ENTRY, Checker, check_cross,
-                     check_steps_order)
+                     check_steps_order, nearest)
 
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -297,17 +296,12 @@ def _common(values: Mapping[str, Any], check: Checker, default_name: str) -> dic
                   FIELDS["topic"].allowed(), "use only letters, digits, '.', '_' and '-'")
     kind = values["kind"]
     if kind is not REQUIRED and kind not in KINDS:
-        near = _near(kind, list(KINDS))
+        near = nearest(str(kind), list(KINDS))
         check.add("kind", f"{kind!r} is not a known kind", FIELDS["kind"].allowed(),
                   f"set kind to '{near}'" if near else "set kind to one of them")
     out["kind"] = kind
     out["name"] = out.get("name") or default_name
     return out
-
-
-def _near(value: Any, valid: list[str]) -> str | None:
-    hits = difflib.get_close_matches(str(value), valid, n=1, cutoff=0.5)
-    return hits[0] if hits else None
 
 
 def _shape(kind: str | None, values: Mapping[str, Any], duration_s: float | None,

@@ -177,13 +177,13 @@ class Checker:
     def unknown(self, key: str, value: Any, valid: list[str], prefix: str, scope: str) -> None:
         """Record an unknown key, suggesting the nearest valid key (difflib) as the fix."""
         owners = [k for k, fields in KINDS.items() if key in fields]
-        near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+        near = nearest(key, valid)
         if owners and not prefix:
             shown = f"{value!r} is set but {scope} does not use it"
             fix = f"remove '{key}' or set kind to '{owners[0]}'"
         else:
             shown = f"unknown key (value {value!r})"
-            fix = f"rename it to '{near[0]}'" if near else f"remove '{key}'"
+            fix = f"rename it to '{near}'" if near else f"remove '{key}'"
         self.add(prefix + key, shown, f"keys {', '.join(valid)} for {scope}", fix)
 
     def number(self, path: str, value: Any) -> Any:
@@ -194,8 +194,9 @@ class Checker:
         ok_types = (int,) if spec.integer else (int, float)
         if isinstance(value, bool) or not isinstance(value, ok_types):
             expected = "an integer" if spec.integer else "a number"
+            how = "instead of a YAML boolean" if isinstance(value, bool) else "without quotes"
             self.add(path, f"{value!r} is a {type(value).__name__}, not {expected}",
-                     spec.allowed(), f"write {expected} without quotes")
+                     spec.allowed(), f"write {expected} {how}")
             return None
         if value != value or not spec.contains(value):  # NaN fails every range
             self.add(path, f"{value!r} is out of range", spec.allowed(),

@@ -1,0 +1,97 @@
+"""Harness-only settings, written as ``metadata.annotations`` of the committed manifests.
+
+A real cluster sets these with kube-controller-manager flags, not in any object, so they are
+not ScaledObject or HPA spec fields. Kubernetes and KEDA ignore unknown annotations, so the
+same file applies unchanged to a cluster; the local controller reads them:
+
+==================================================== ======= =====================================
+annotation                                            default controller flag it stands for
+==================================================== ======= =====================================
+``lagscale.dev/hpa-sync-period-seconds``              15      ``--horizontal-pod-autoscaler-sync-period``
+``lagscale.dev/hpa-tolerance``                        0.1     ``--horizontal-pod-autoscaler-tolerance``
+``lagscale.dev/hpa-downscale-stabilization-seconds``  300     ``--horizontal-pod-autoscaler-downscale-stabilization``
+==================================================== ======= =====================================
+
+Values are strings (annotations are ``map[string]string``) holding decimal numbers.
+Source: kubernetes/kubernetes pkg/controller/podautoscaler/config/v1alpha1/defaults.go v1.28.0;
+specs/keda-hpa-semantics.md §3.1
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_lagscale.config._problems import Problems, join
+
+PREFIX = "lagscale.dev/"
+SYNC_PERIOD = PREFIX + "hpa-sync-period-seconds"
+TOLERANCE = PREFIX + "hpa-tolerance"
+DOWNSCALE_STABILIZATION = PREFIX + "hpa-downscale-stabilization-seconds"
+
+
+@dataclass(frozen=True)
+class HarnessSettings:
+    """Controller-level settings a cluster takes from flags.
+
+    Attributes:
+        hpa_sync_period_s: seconds between two HPA reconciles (> 0), default 15.
+        hpa_tolerance: ratio band around 1.0 within which the HPA keeps the replica count
+            ([0, 1)), default 0.1.
+        hpa_downscale_stabilization_s: scale-down window in seconds used when behavior is
+            absent or leaves scaleDown.stabilizationWindowSeconds unset (>= 0), default 300.
+    """
+
+    hpa_sync_period_s: float = 15.0
+    hpa_tolerance: float = 0.1
+    hpa_downscale_stabilization_s: float = 300.0
+
+
+_RULES = {
+    SYNC_PERIOD: ("hpa_sync_period_s", 0.0, False, None, "a decimal number of seconds > 0", "'15'"),
+    TOLERANCE: ("hpa_tolerance", 0.0, True, 1.0, "a decimal number in [0, 1)", "'0.1'"),
+    DOWNSCALE_STABILIZATION: ("hpa_downscale_stabilization_s", 0.0, True, None,
+                              "a decimal number of seconds >= 0", "'300'"),
+}
+
+
+def collect_harness_settings(annotations: Mapping[str, Any], path: str, p: Problems) -> HarnessSettings:
+    """Read the ``lagscale.dev/*`` annotations; other annotations are left alone.
+
+    Args:
+        annotations: ``metadata.annotations`` as loaded.
+        path: its key path (``metadata.annotations``).
+        p: where problems are recorded (unknown ``lagscale.dev/`` keys are problems).
+    """
+    values: dict[str, float] = {}
+    ours = {k: v for k, v in annotations.items() if str(k).startswith(PREFIX)}
+    p.unknown_keys(ours, path, tuple(_RULES))
+    for key, (name, lo, lo_inclusive, hi, allowed, example) in _RULES.items():
+        if key not in ours:
+            continue
+        sub, text = join(path, key), ours[key]
+        number = _number(text)
+        if not isinstance(text, str):
+            p.add(sub, text, f"a string holding {allowed}", f"quote it: '{text}'")
+        elif number is None or not _within(number, lo, lo_inclusive, hi):
+            p.add(sub, text, allowed, f"set it to a value in range, e.g. {example}")
+        else:
+            values[name] = number
+    return HarnessSettings(**values)
+
+
+def _number(text: Any) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _within(value: float, lo: float, lo_inclusive: bool, hi: float | None) -> bool:
+    above = value >= lo if lo_inclusive else value > lo
+    return above and (hi is None or value < hi)

@@ -1,0 +1,334 @@
+"""A Deployment of replica processes on this machine (the ``local`` platform).
+
+:class:`LocalDeployment` behaves like a Kubernetes Deployment's pods as far as the experiments can
+tell: ``scale(n)`` sets the desired count; new replicas are processes started from the
+Deployment's container command/args/env; a replica is *ready* once its readiness endpoint
+answers 200 (probed every ``readiness_period_s`` as a kubelet would); scale-down removes the
+newest replicas first (the ReplicaSet's preference for the youngest pods) by SIGTERM and, after
+``terminationGracePeriodSeconds``, SIGKILL; a replica that exits on its own is replaced by a
+new one (the ReplicaSet keeps the count). Every process runs in its own process group, and
+:meth:`LocalDeployment.stop` reaps them all on every exit path.
+
+Each replica gets ``--replica-id``, ``--metrics-port`` (a free loopback port, since local
+replicas share one IP), ``--event-log`` and ``--store`` appended to the template's args; its
+stdout/stderr and event log live in ``<run_dir>/replicas/<replica id>/``. Platform events
+(``replica_started``, ``replica_ready``, ``replica_terminating``, ``replica_stopped``,
+``replica_exited``, ``scaled``) go to ``<run_dir>/platform.events.jsonl``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ..clock import Clock, RealClock
+from ..errors import ConfigError, ReplicaError
+from ..eventlog import EventLog
+from ..kafka.embedded import free_port
+from ..process import ManagedProcess
+
+
+@dataclass(frozen=True)
+class ReplicaTemplate:
+    """How to start one replica: the Deployment's pod template, reduced to a process.
+
+    Attributes:
+        argv: command and args (the container's ``command`` + ``args``).
+        env: environment added to the harness's own.
+        termination_grace_period_s: seconds between SIGTERM and SIGKILL on removal.
+        readiness_path: HTTP path of the readiness probe on the metrics port (``/ready``).
+        readiness_period_s: seconds between readiness probes.
+        cpu_request_millicores: the container's CPU request (for CPU utilization), or None.
+    """
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    termination_grace_period_s: float = 30.0
+    readiness_path: str = "/ready"
+    readiness_period_s: float = 1.0
+    cpu_request_millicores: float | None = None
+
+
+@dataclass
+class Replica:
+    """One replica process and what the platform knows of it.
+
+    Attributes:
+        replica_id: ``replica-0001``, ... in creation order (newest = highest).
+        process: the running process.
+        metrics_port: loopback port of its ``/metrics`` and readiness endpoints.
+        started_s: monotonic start time; ``ready_s`` when the probe first passed, else None.
+        terminating: True once SIGTERM was sent by a scale-down.
+    """
+
+    replica_id: str
+    process: ManagedProcess
+    metrics_port: int
+    directory: Path
+    started_s: float
+    ready_s: float | None = None
+    terminating: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.ready_s is not None and not self.terminating
+
+
+class LocalDeployment:
+    """Replica processes scaled like a Kubernetes Deployment.
+
+    Args:
+        template: the pod template as a process.
+        run_dir: directory for replica logs, event logs and the shared store.
+        graceful: False makes scale-down SIGKILL at once (experiment 6's "no graceful drain").
+        clock: time source for event timestamps.
+
+    Raises:
+        ConfigError: a bad template value (names the field).
+        ReplicaError: from :meth:`scale` when a replica cannot be started.
+
+    Example:
+        >>> with LocalDeployment(template, run_dir) as deployment:  # doctest: +SKIP
+        ...     deployment.scale(3)
+        ...     deployment.wait_ready(3, within_s=60)
+    """
+
+    def __init__(self, template: ReplicaTemplate, run_dir: str | Path, *, graceful: bool = True,
+                 clock: Clock | None = None, name: str = "lagscale-consumer"):
+        if template.termination_grace_period_s < 0:
+            raise ConfigError(f"'terminationGracePeriodSeconds': "
+                              f"{template.termination_grace_period_s!r} is negative; use >= 0")
+        if not template.argv:
+            raise ConfigError("'containers[0].command': empty; give the replica command")
+        self.template = template
+        self.name = name
+        self.run_dir = Path(run_dir)
+        self.store_dir = self.run_dir / "store"
+        self.graceful = graceful
+        self.clock = clock or RealClock()
+        self.events = EventLog(self.run_dir / "platform.events.jsonl", source="platform",
+                               clock=self.clock)
+        self.desired_replicas = 0
+        self._replicas: list[Replica] = []
+        self._terminating: list[tuple[Replica, threading.Thread]] = []
+        self._next_index = 1
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._monitor: threading.Thread | None = None
+
+    # -- public API ----------------------------------------------------------------------
+    def start(self) -> "LocalDeployment":
+        """Start the readiness/liveness monitor thread; returns self."""
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        if self._monitor is None:
+            self._monitor = threading.Thread(target=self._monitor_loop, name=f"{self.name}-probe",
+                                             daemon=True)
+            self._monitor.start()
+        return self
+
+    def scale(self, replicas: int) -> None:
+        """Set the desired replica count; starts or removes (newest first) processes now.
+
+        Removal is asynchronous like pod termination: the process gets SIGTERM at once and is
+        reaped by a background thread after it exits or its grace period ends.
+        """
+        if replicas < 0:
+            raise ConfigError(f"replicas: {replicas!r} is negative; use >= 0")
+        with self._lock:
+            before = self.desired_replicas
+            self.desired_replicas = replicas
+            while len(self._replicas) < replicas:
+                self._start_replica()
+            while len(self._replicas) > replicas:
+                self._terminate(self._replicas.pop())
+        if before != replicas:
+            self.events.emit("scaled", replicas_before=before, replicas_after=replicas)
+
+    @property
+    def current_replicas(self) -> int:
+        """Replicas that exist and are not terminating (the Deployment's status.replicas)."""
+        with self._lock:
+            return len(self._replicas)
+
+    @property
+    def ready_replicas(self) -> int:
+        """Replicas whose readiness probe passed and that are not terminating."""
+        with self._lock:
+            return sum(r.ready for r in self._replicas)
+
+    def replicas(self) -> list[Replica]:
+        """Snapshot of the live (non-terminating) replicas, oldest first."""
+        with self._lock:
+            return list(self._replicas)
+
+    def metrics_targets(self) -> list[str]:
+        """``127.0.0.1:<port>`` of every live replica (Prometheus file service discovery)."""
+        return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()]
+
+    def wait_ready(self, n: int, within_s: float) -> float:
+        """Block until ``n`` replicas are ready; returns seconds waited.
+
+        Raises:
+            ReplicaError: not ready within ``within_s`` (message lists each replica's state and
+                the last log lines of those not ready).
+        """
+        started = self.clock.now()
+        while self.ready_replicas < n:
+            if self.clock.now() - started > within_s:
+                raise ReplicaError(self._not_ready_report(n, within_s))
+            self.clock.sleep(0.2)
+        return self.clock.now() - started
+
+    def wait_terminated(self, within_s: float) -> None:
+        """Block until every scale-down termination finished (bounded by ``within_s``)."""
+        deadline = time.monotonic() + within_s
+        for _, thread in list(self._terminating):
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Terminate every replica (in parallel, each with its grace period) and the monitor.
+
+        Idempotent; safe on any exit path.
+        """
+        self._stop.set()
+        with self._lock:
+            live, self._replicas = self._replicas, []
+            self.desired_replicas = 0
+        for replica in live:
+            self._terminate(replica, timeout_s=timeout_s)
+        for _, thread in list(self._terminating):
+            thread.join()
+        if self._monitor is not None:
+            self._monitor.join(timeout=5)
+
+    def __enter__(self) -> "LocalDeployment":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- internals -----------------------------------------------------------------------
+    def _start_replica(self) -> Replica:
+        replica_id = f"replica-{self._next_index:04d}"
+        self._next_index += 1
+        directory = self.run_dir / "replicas" / replica_id
+        directory.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        argv = [*self.template.argv, "--replica-id", replica_id, "--metrics-port", str(port),
+                "--event-log", str(directory / "events.jsonl"), "--store", str(self.store_dir)]
+        process = ManagedProcess(replica_id, argv, env=self.template.env,
+                                 log_path=directory / "output.log")
+        try:
+            process.start()
+        except Exception as exc:
+            raise ReplicaError(f"{replica_id}: failed to start: {exc}") from exc
+        replica = Replica(replica_id, process, port, directory, started_s=self.clock.now())
+        self._replicas.append(replica)
+        self.events.emit("replica_started", replica_id=replica_id, pid=process.pid,
+                         metrics_port=port)
+        return replica
+
+    def _terminate(self, replica: Replica, timeout_s: float | None = None) -> None:
+        replica.terminating = True
+        grace = self.template.termination_grace_period_s if timeout_s is None else timeout_s
+        self.events.emit("replica_terminating", replica_id=replica.replica_id,
+                         graceful=self.graceful, grace_period_s=grace)
+
+        def _reap() -> None:
+            outcome = replica.process.stop(grace, graceful=self.graceful)
+            self.events.emit("replica_stopped", replica_id=replica.replica_id, outcome=outcome,
+                             exit_code=replica.process.poll())
+
+        thread = threading.Thread(target=_reap, name=f"stop-{replica.replica_id}", daemon=True)
+        self._terminating.append((replica, thread))
+        thread.start()
+
+    def _monitor_loop(self) -> None:
+        while not self._stop.wait(self.template.readiness_period_s):
+            for replica in self.replicas():
+                self._probe(replica)
+
+    def _probe(self, replica: Replica) -> None:
+        code = replica.process.poll()
+        if code is not None:
+            with self._lock:
+                if replica not in self._replicas:
+                    return
+                self._replicas.remove(replica)
+                self.events.emit("replica_exited", replica_id=replica.replica_id, exit_code=code,
+                                 log_tail=replica.process.tail(20))
+                replica.process.stop(0)
+                if len(self._replicas) < self.desired_replicas and not self._stop.is_set():
+                    self._start_replica()  # the ReplicaSet replaces a failed pod
+            return
+        if replica.ready_s is None and _probe_ok(replica.metrics_port,
+                                                 self.template.readiness_path):
+            replica.ready_s = self.clock.now()
+            self.events.emit("replica_ready", replica_id=replica.replica_id,
+                             cold_start_s=round(replica.ready_s - replica.started_s, 3))
+
+    def _not_ready_report(self, n: int, within_s: float) -> str:
+        lines = [f"{self.name}: {self.ready_replicas} of {n} replicas ready after "
+                 f"{within_s:.0f} s; raise the timeout or check the replica logs"]
+        for r in self.replicas():
+            state = "ready" if r.ready else f"not ready (exit {r.process.poll()})"
+            lines.append(f"  {r.replica_id}: {state}")
+            if not r.ready:
+                lines.extend(f"    | {line}" for line in r.process.tail(20))
+        return "\n".join(lines)
+
+
+def _probe_ok(port: int, path: str, timeout_s: float = 0.5) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout_s) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+class CpuSampler:
+    """CPU usage of each replica's process tree (the replica and its JVM), from psutil.
+
+    Each :meth:`sample` returns millicores used per replica since the previous sample of that
+    replica (1000 = one full core), which is what the metrics server reports to a CPU HPA.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[float, float]] = {}
+
+    def sample(self, replicas: list[Replica], now_s: float) -> dict[str, float]:
+        """``{replica_id: millicores}`` for replicas seen before (first sight returns nothing)."""
+        import psutil
+
+        out: dict[str, float] = {}
+        seen = set()
+        for r in replicas:
+            seen.add(r.replica_id)
+            try:
+                root = psutil.Process(r.process.pid)
+                procs = [root, *root.children(recursive=True)]
+                cpu_s = 0.0
+                for p in procs:
+                    try:
+                        t = p.cpu_times()
+                        cpu_s += t.user + t.system
+                    except psutil.Error:
+                        continue
+            except psutil.Error:
+                continue
+            prev = self._last.get(r.replica_id)
+            self._last[r.replica_id] = (now_s, cpu_s)
+            if prev is not None and now_s > prev[0]:
+                out[r.replica_id] = max(0.0, (cpu_s - prev[1]) / (now_s - prev[0]) * 1000.0)
+        for gone in set(self._last) - seen:
+            del self._last[gone]
+        return out

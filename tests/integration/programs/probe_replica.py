@@ -1,0 +1,50 @@
+"""A minimal replica for platform tests: serves /ready after READY_AFTER_S, obeys SIGTERM
+after DRAIN_S (or ignores it when IGNORE_SIGTERM=1), exits with EXIT_CODE after EXIT_AFTER_S."""
+
+import argparse
+import http.server
+import os
+import signal
+import threading
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--replica-id")
+p.add_argument("--metrics-port", type=int)
+p.add_argument("--event-log")
+p.add_argument("--store")
+args = p.parse_args()
+started = time.monotonic()
+ready_after = float(os.environ.get("READY_AFTER_S", "0.3"))
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        ok = self.path == "/ready" and time.monotonic() - started >= ready_after
+        self.send_response(200 if ok else 503)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", args.metrics_port), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+done = threading.Event()
+
+
+def on_term(signum, frame):
+    with open(args.event_log, "a") as fh:
+        fh.write('{"event":"sigterm"}\n')
+    time.sleep(float(os.environ.get("DRAIN_S", "0")))
+    done.set()
+
+
+if os.environ.get("IGNORE_SIGTERM") == "1":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+else:
+    signal.signal(signal.SIGTERM, on_term)
+exit_after = float(os.environ.get("EXIT_AFTER_S", "0"))
+while not done.wait(0.05):
+    if exit_after and time.monotonic() - started > exit_after:
+        os._exit(int(os.environ.get("EXIT_CODE", "3")))

@@ -1,0 +1,91 @@
+"""LocalDeployment with real processes: readiness, newest-first scale-down, grace, replacement.
+
+The replica here is a small probe program (tests/integration/programs/probe_replica.py) so the
+platform's own behaviour is observable in seconds; the consumer replica itself is exercised in
+tests/integration/test_consumer*.py and through the autoscaler tests.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.errors import ReplicaError
+from pytest_lagscale.platform.local import LocalDeployment, ReplicaTemplate
+from pytest_lagscale.process import group_members
+
+pytestmark = pytest.mark.integration
+PROGRAM = str(Path(__file__).parent / "programs" / "probe_replica.py")
+
+
+def _template(grace_s: float = 5.0, **env: str) -> ReplicaTemplate:
+    return ReplicaTemplate(argv=(sys.executable, PROGRAM), env=env,
+                           termination_grace_period_s=grace_s, readiness_period_s=0.1)
+
+
+def _events(run_dir: Path, name: str) -> list[dict]:
+    return [e for e in read_events(run_dir / "platform.events.jsonl") if e["event"] == name]
+
+
+def test_scale_up_waits_for_readiness_then_scale_down_removes_newest_first(tmp_path) -> None:
+    with LocalDeployment(_template(READY_AFTER_S="0.5"), tmp_path) as deployment:
+        deployment.scale(3)
+        assert deployment.current_replicas == 3
+        assert deployment.ready_replicas == 0  # not ready before the probe passes
+        deployment.wait_ready(3, within_s=20)
+        first_ids = [r.replica_id for r in deployment.replicas()]
+        assert first_ids == ["replica-0001", "replica-0002", "replica-0003"]
+        pids = [r.process.pid for r in deployment.replicas()]
+        deployment.scale(1)
+        assert [r.replica_id for r in deployment.replicas()] == ["replica-0001"]
+        deployment.wait_terminated(within_s=20)
+        assert [group_members(p) for p in pids[1:]] == [[], []]
+        stopped = {e["replica_id"]: e["outcome"] for e in _events(tmp_path, "replica_stopped")}
+        assert stopped == {"replica-0003": "terminated", "replica-0002": "terminated"}
+        ready = _events(tmp_path, "replica_ready")
+        assert len(ready) == 3 and all(e["cold_start_s"] >= 0.5 for e in ready)
+    assert all(group_members(p) == [] for p in pids)
+
+
+def test_replica_ignoring_sigterm_is_killed_after_termination_grace_period(tmp_path) -> None:
+    with LocalDeployment(_template(grace_s=0.5, IGNORE_SIGTERM="1"), tmp_path) as deployment:
+        deployment.scale(1)
+        deployment.wait_ready(1, within_s=20)
+        deployment.scale(0)
+        deployment.wait_terminated(within_s=10)
+    assert [e["outcome"] for e in _events(tmp_path, "replica_stopped")] == ["killed"]
+
+
+def test_graceful_off_kills_without_sigterm(tmp_path) -> None:
+    with LocalDeployment(_template(), tmp_path, graceful=False) as deployment:
+        deployment.scale(1)
+        deployment.wait_ready(1, within_s=20)
+        replica = deployment.replicas()[0]
+        deployment.scale(0)
+        deployment.wait_terminated(within_s=10)
+    assert replica.process.popen.returncode == -9
+    assert not (replica.directory / "events.jsonl").exists()  # it never saw SIGTERM
+
+
+def test_crashed_replica_is_replaced_like_a_replicaset_does(tmp_path) -> None:
+    with LocalDeployment(_template(EXIT_AFTER_S="1.0"), tmp_path) as deployment:
+        deployment.scale(1)
+        deadline = time.monotonic() + 20
+        while not _events(tmp_path, "replica_exited") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        exited = _events(tmp_path, "replica_exited")
+        assert exited and exited[0]["exit_code"] == 3
+        assert deployment.current_replicas == 1
+        assert deployment.replicas()[0].replica_id != exited[0]["replica_id"]
+
+
+def test_wait_ready_timeout_names_each_replica_and_its_log(tmp_path) -> None:
+    with LocalDeployment(_template(READY_AFTER_S="60"), tmp_path) as deployment:
+        deployment.scale(1)
+        with pytest.raises(ReplicaError, match=r"(?s)lagscale-consumer: 0 of 1 replicas ready "
+                                               r"after 1 s; .*replica-0001: not ready \(exit None\)"):
+            deployment.wait_ready(1, within_s=1)

@@ -1,0 +1,84 @@
+"""ManagedProcess against real processes: groups, signals, grace periods, orphan reaping."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_lagscale.errors import LagscaleError
+from pytest_lagscale.process import ManagedProcess, group_members, reap_run
+
+IGNORE_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+                 "print('up', flush=True); time.sleep(60)"
+
+
+def _wait_for_line(proc: ManagedProcess, text: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in "\n".join(proc.tail()):
+        assert time.monotonic() < deadline, f"{proc.name}: no {text!r} in {proc.tail()}"
+        time.sleep(0.02)
+
+
+def test_sigterm_stops_the_whole_group_including_grandchildren(tmp_path) -> None:
+    proc = ManagedProcess("tree", ["bash", "-c", "sleep 60 & sleep 60 & wait"],
+                          log_path=tmp_path / "tree.log").start()
+    deadline = time.monotonic() + 5
+    while len(group_members(proc.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(group_members(proc.pid)) == 3
+    assert os.getpgid(proc.pid) == proc.pid
+    assert proc.stop(timeout_s=5) == "terminated"
+    assert group_members(proc.pid) == []
+    assert proc.stop() == "terminated"  # idempotent: same outcome, no error
+
+
+def test_process_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path) -> None:
+    proc = ManagedProcess("stubborn", [sys.executable, "-c", IGNORE_SIGTERM],
+                          log_path=tmp_path / "stubborn.log").start()
+    _wait_for_line(proc, "up")
+    started = time.monotonic()
+    assert proc.stop(timeout_s=0.5) == "killed"
+    assert time.monotonic() - started >= 0.5
+    assert proc.popen.returncode == -9
+    assert group_members(proc.pid) == []
+
+
+def test_exited_process_reports_exited_and_tail_shows_its_output(tmp_path) -> None:
+    proc = ManagedProcess("echo", ["bash", "-c", "for i in $(seq 1 30); do echo line$i; done"],
+                          log_path=tmp_path / "echo.log").start()
+    assert proc.wait(5) == 0
+    assert proc.stop() == "exited"
+    assert proc.tail(3) == ["line28", "line29", "line30"]
+
+
+def test_missing_executable_is_a_clear_error() -> None:
+    with pytest.raises(LagscaleError, match=r"^nothing: cannot start '/no/such/binary': .*; "
+                                            r"check that it is installed$"):
+        ManagedProcess("nothing", ["/no/such/binary"]).start()
+    assert ManagedProcess("never", ["true"]).stop() == "not_started"
+
+
+def test_reap_run_kills_processes_of_a_dead_harness_by_run_id(tmp_path) -> None:
+    # A harness (child python) starts a grandchild group, then dies by SIGKILL without cleanup.
+    script = ("import os, sys, time; from pytest_lagscale.process import ManagedProcess; "
+              "p = ManagedProcess('orphan', ['sleep', '120']).start(); print(p.pid, flush=True); "
+              "os.kill(os.getpid(), 9)")
+    env = {**os.environ, "LAGSCALE_RUN_ID": "reaptest0001",
+           "LAGSCALE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=30)
+    orphan = int(out.stdout.split()[0])
+    assert group_members(orphan) == [orphan]
+    os.environ["LAGSCALE_CACHE_DIR"], saved = str(tmp_path), os.environ.get("LAGSCALE_CACHE_DIR")
+    try:
+        assert orphan in reap_run("reaptest0001")
+    finally:
+        if saved is None:
+            del os.environ["LAGSCALE_CACHE_DIR"]
+        else:
+            os.environ["LAGSCALE_CACHE_DIR"] = saved
+    assert group_members(orphan) == []
