@@ -1,0 +1,135 @@
+"""Reaction time of a scale-out and its five-part breakdown, from the event table.
+
+Definition (DESIGN.md "Measurements"): reaction time = spike start -> first record processed by
+a replica that did not exist before the spike. The breakdown follows that one replica (the
+*new replica*: the first replica started after the spike start to process a record, or, when no
+new replica processed anything, the first one started):
+
+* detection: spike start -> first ``decision`` with ``desired_replicas > current_replicas``;
+* actuation: that decision -> the new replica's ``replica_started``;
+* cold start: ``replica_started`` -> ``replica_ready``;
+* join: ``replica_ready`` -> its first ``assigned`` with at least one partition;
+* first fetch: ``assigned`` -> its ``first_record``.
+
+When every event is present the five parts add up to the reaction time exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .tables import events_named, first_event_time
+
+_STAGES = ("replica_started", "replica_ready", "assigned", "first_record")
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """One scale-out's reaction, every duration in seconds (None when an event is missing).
+
+    Attributes:
+        total_s: spike start -> first record of the new replica.
+        detection_s, actuation_s, cold_start_s, join_s, first_fetch_s: the breakdown.
+        replica_id: the new replica followed, or None.
+        reason: None when all six numbers are known; otherwise one line starting with a
+            CamelCase token (``NoSpikeStart``, ``NoScaleOutDecision``, ``NoNewReplica``,
+            ``NoReplicaReady``, ``NoAssignment``, ``NoFirstRecord``) naming the first gap.
+    """
+
+    total_s: float | None
+    detection_s: float | None
+    actuation_s: float | None
+    cold_start_s: float | None
+    join_s: float | None
+    first_fetch_s: float | None
+    replica_id: str | None = None
+    reason: str | None = None
+
+
+def _diff(end: float | None, start: float | None) -> float | None:
+    return None if end is None or start is None else end - start
+
+
+def _first_scale_out_decision(events: pd.DataFrame, spike_s: float) -> float | None:
+    for row in events_named(events, "decision").itertuples():
+        desired = row.fields.get("desired_replicas")
+        current = row.fields.get("current_replicas")
+        if row.t_s >= spike_s and desired is not None and current is not None \
+                and desired > current:
+            return float(row.t_s)
+    return None
+
+
+def _has_partitions(fields: dict) -> bool:
+    return "partitions" not in fields or bool(fields["partitions"])
+
+
+def _replica_times(events: pd.DataFrame, replica_id: str) -> dict[str, float | None]:
+    own = events[events["replica_id"] == replica_id]
+    times: dict[str, float | None] = {}
+    for stage in _STAGES:
+        rows = own[own["event"] == stage]
+        if stage == "assigned":
+            rows = rows[rows["fields"].map(_has_partitions)]
+        times[stage] = float(rows["t_s"].iloc[0]) if len(rows) else None
+    return times
+
+
+def _new_replica(events: pd.DataFrame, spike_s: float) -> str | None:
+    started = events_named(events, "replica_started")
+    before = set(started.loc[started["t_s"] < spike_s, "replica_id"])
+    new = started[(started["t_s"] >= spike_s) & ~started["replica_id"].isin(before)]
+    if not len(new):
+        return None
+    firsts = events_named(events, "first_record")
+    firsts = firsts[firsts["replica_id"].isin(set(new["replica_id"]))]
+    return str(firsts["replica_id"].iloc[0] if len(firsts) else new["replica_id"].iloc[0])
+
+
+def _reason(spike_s, decision_s, replica_id, times) -> str | None:
+    if spike_s is None:
+        return "NoSpikeStart: no 'spike_start' event; the producer must log the spike"
+    if decision_s is None:
+        return (f"NoScaleOutDecision: no 'decision' with desired_replicas > current_replicas "
+                f"after the spike start at {spike_s:.1f} s")
+    if replica_id is None:
+        return f"NoNewReplica: no replica started after the spike start at {spike_s:.1f} s"
+    for stage, token in zip(_STAGES[1:], ("NoReplicaReady", "NoAssignment", "NoFirstRecord")):
+        if times[stage] is None:
+            return f"{token}: replica {replica_id!r} has no {stage!r} event"
+    return None
+
+
+def reaction_time(events: pd.DataFrame, spike_start_s: float | None = None) -> Reaction:
+    """Measure the reaction to the first spike.
+
+    Args:
+        events: the event table (see :mod:`pytest_lagscale.analyze.tables`); needs the events
+            ``spike_start``, ``decision`` (fields ``desired_replicas``, ``current_replicas``),
+            ``replica_started``, ``replica_ready``, ``assigned`` (field ``partitions``) and
+            ``first_record``.
+        spike_start_s: spike start in run seconds; default: the first ``spike_start`` event.
+
+    Returns:
+        A :class:`Reaction`; missing events give None parts and a ``reason``. Never raises.
+    """
+    spike_s = spike_start_s if spike_start_s is not None else first_event_time(events,
+                                                                               "spike_start")
+    if spike_s is None:
+        return Reaction(None, None, None, None, None, None, reason=_reason(None, None, None, {}))
+    decision_s = _first_scale_out_decision(events, spike_s)
+    replica_id = _new_replica(events, spike_s)
+    times = (_replica_times(events, replica_id) if replica_id is not None
+             else dict.fromkeys(_STAGES))
+    return Reaction(
+        total_s=_diff(times["first_record"], spike_s),
+        detection_s=_diff(decision_s, spike_s),
+        actuation_s=_diff(times["replica_started"], decision_s),
+        cold_start_s=_diff(times["replica_ready"], times["replica_started"]),
+        join_s=_diff(times["assigned"], times["replica_ready"]),
+        first_fetch_s=_diff(times["first_record"], times["assigned"]),
+        replica_id=replica_id,
+        reason=_reason(spike_s, decision_s, replica_id, times),
+    )

@@ -1,0 +1,295 @@
+"""Load the consumer ``Deployment`` (apps/v1) and its replica contract (DESIGN.md).
+
+Reads what the local platform needs to behave like the Deployment: the replica program's flags
+(from ``command`` + ``args`` with Kubernetes ``$(VAR)`` expansion from literal ``env`` values),
+``terminationGracePeriodSeconds``, the readiness probe and the CPU request. Pod-spec fields the
+harness does not read are accepted as long as they are valid Kubernetes keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pytest_lagscale.config import _read
+from pytest_lagscale.config._objects import ObjectMeta, collect_envelope
+from pytest_lagscale.config._problems import MISSING, Problems, index, join
+from pytest_lagscale.config.replica_args import ReplicaArgs, collect_replica_args
+
+DEPLOYMENT_SPEC_KEYS = ("replicas", "selector", "template", "strategy", "minReadySeconds",
+                        "revisionHistoryLimit", "paused", "progressDeadlineSeconds")
+POD_SPEC_KEYS = (
+    "containers", "initContainers", "ephemeralContainers", "volumes", "restartPolicy",
+    "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy", "dnsConfig", "nodeSelector",
+    "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName", "hostNetwork",
+    "hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "securityContext", "imagePullSecrets",
+    "hostname", "subdomain", "affinity", "schedulerName", "tolerations", "hostAliases",
+    "priorityClassName", "priority", "readinessGates", "runtimeClassName", "enableServiceLinks",
+    "preemptionPolicy", "overhead", "topologySpreadConstraints", "setHostnameAsFQDN", "os",
+    "schedulingGates", "resourceClaims", "resources")
+CONTAINER_KEYS = ("name", "image", "command", "args", "workingDir", "ports", "envFrom", "env",
+                  "resources", "resizePolicy", "restartPolicy", "volumeMounts", "volumeDevices",
+                  "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+                  "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty")
+PROBE_KEYS = ("exec", "httpGet", "tcpSocket", "grpc", "initialDelaySeconds", "timeoutSeconds",
+              "periodSeconds", "successThreshold", "failureThreshold", "terminationGracePeriodSeconds")
+_VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_CPU = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m?)")
+
+
+@dataclass(frozen=True)
+class ReadinessProbe:
+    """An ``httpGet`` readiness probe (Kubernetes defaults filled).
+
+    Attributes:
+        path: URL path, e.g. ``/ready``.
+        port: TCP port (a named port is resolved through the container's ``ports``).
+        initial_delay_s: seconds before the first probe (default 0).
+        period_s: seconds between probes (default 10).
+        timeout_s: seconds per probe (default 1).
+        success_threshold: consecutive successes to become ready (default 1).
+        failure_threshold: consecutive failures to become unready (default 3).
+    """
+
+    path: str
+    port: int
+    initial_delay_s: int = 0
+    period_s: int = 10
+    timeout_s: int = 1
+    success_threshold: int = 1
+    failure_threshold: int = 3
+
+
+@dataclass(frozen=True)
+class DeploymentConfig:
+    """The consumer Deployment as the local platform needs it.
+
+    Attributes:
+        source: file it was read from.
+        meta: name, namespace, labels, annotations.
+        replicas: ``spec.replicas`` (None when unset: the autoscaler owns it).
+        container_name: the container running ``spark_consumer``.
+        image: its image.
+        argv: ``command + args`` after ``$(VAR)`` expansion.
+        env: literal env values (entries with ``valueFrom`` are left out).
+        replica: the replica program's flags.
+        termination_grace_period_s: seconds between SIGTERM and SIGKILL (default 30).
+        readiness: the readiness probe.
+        cpu_request_millicores: ``resources.requests.cpu`` in millicores (None when unset).
+    """
+
+    source: str
+    meta: ObjectMeta
+    replicas: int | None
+    container_name: str
+    image: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    replica: ReplicaArgs
+    readiness: ReadinessProbe
+    termination_grace_period_s: int = 30
+    cpu_request_millicores: int | None = None
+    selector: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return self.meta.name
+
+
+def load_deployment(path: str | Path) -> DeploymentConfig:
+    """Read and validate the consumer Deployment YAML.
+
+    Raises:
+        ConfigError: every problem in the file, one line each.
+    """
+    return parse_deployment(_read.load_yaml(path), source=str(path))
+
+
+def parse_deployment(doc: Any, *, source: str = "<string>") -> DeploymentConfig:
+    """Validate a loaded Deployment document (see :func:`load_deployment`).
+
+    Raises:
+        ConfigError: every problem, one line each.
+    """
+    p = Problems(source)
+    meta, spec = collect_envelope(doc, p, api_version="apps/v1", kind="Deployment")
+    if spec is None:
+        p.raise_if_any()
+    assert spec is not None
+    p.unknown_keys(spec, "spec", DEPLOYMENT_SPEC_KEYS)
+    replicas = _read.integer(spec, "replicas", "spec", p, default=None, lo=0, unit="replicas")
+    selector = _selector(spec, p)
+    pod, labels = _pod_spec(spec, p)
+    for key, value in selector.items():
+        if labels.get(key) != value:
+            p.add(join("spec.selector.matchLabels", key), value, "a label also set in spec.template.metadata.labels",
+                  f"add {key}: {value} to the template labels")
+    result = _container_part(pod, p) if pod is not None else None
+    p.raise_if_any()
+    assert meta is not None and result is not None
+    return DeploymentConfig(source=source, meta=meta, replicas=replicas, selector=selector, **result)
+
+
+def _selector(spec: Mapping[str, Any], p: Problems) -> Mapping[str, str]:
+    node = spec.get("selector", MISSING)
+    data = _read.mapping(node, "spec.selector", p, "a mapping with 'matchLabels'") if node is not MISSING else None
+    if node is MISSING:
+        p.add("spec.selector", node, "a mapping with 'matchLabels'", "add selector: {matchLabels: {app: ...}}")
+    if data is None:
+        return MappingProxyType({})
+    p.unknown_keys(data, "spec.selector", ("matchLabels", "matchExpressions"))
+    labels = _read.mapping(data.get("matchLabels", {}), "spec.selector.matchLabels", p)
+    return MappingProxyType(dict(labels or {}))
+
+
+def _pod_spec(spec: Mapping[str, Any], p: Problems) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+    template = _read.mapping(spec.get("template", MISSING), "spec.template", p, "a pod template mapping")
+    if template is None:
+        return None, {}
+    p.unknown_keys(template, "spec.template", ("metadata", "spec"))
+    meta = _read.mapping(template.get("metadata", {}), "spec.template.metadata", p) or {}
+    labels = _read.mapping(meta.get("labels", {}), "spec.template.metadata.labels", p) or {}
+    pod = _read.mapping(template.get("spec", MISSING), "spec.template.spec", p, "a pod spec mapping")
+    if pod is not None:
+        p.unknown_keys(pod, "spec.template.spec", POD_SPEC_KEYS)
+    return pod, labels
+
+
+def _container_part(pod: Mapping[str, Any], p: Problems) -> dict[str, Any] | None:
+    """Pick the consumer container and read its argv, env, probe, request and the grace period."""
+    path = "spec.template.spec"
+    grace = _read.integer(pod, "terminationGracePeriodSeconds", path, p, default=30, lo=0, unit="seconds")
+    containers = _read.sequence(pod, "containers", path, p, required=True) or []
+    chosen = _choose_container(containers, p)
+    if chosen is None:
+        return None
+    cpath, container = chosen
+    p.unknown_keys(container, cpath, CONTAINER_KEYS)
+    env = _env(container, cpath, p)
+    argv = tuple(_expand(str(a), env) for a in _argv(container, cpath, p))
+    replica = collect_replica_args(argv, join(cpath, "args"), p)
+    readiness = _readiness(container, cpath, p)
+    if replica is not None and grace is not None and grace <= replica.drain_timeout_s:
+        p.add(join(path, "terminationGracePeriodSeconds"), grace,
+              f"an integer > --drain-timeout ({replica.drain_timeout_s:g} seconds)",
+              f"set it to at least {int(replica.drain_timeout_s) + 10} so the drain ends before SIGKILL")
+    if replica is not None and readiness is not None and readiness.port != replica.metrics_port:
+        p.add(f"{cpath}.readinessProbe.httpGet.port", readiness.port,
+              f"the --metrics-port ({replica.metrics_port})", f"set the probe port to {replica.metrics_port}")
+    if replica is None or readiness is None or grace is None:
+        return None
+    return dict(container_name=str(container.get("name", "")), image=str(container.get("image", "")),
+                argv=argv, env=MappingProxyType(env), replica=replica, readiness=readiness,
+                termination_grace_period_s=grace, cpu_request_millicores=_cpu_request(container, cpath, p))
+
+
+def _choose_container(containers: list[Any], p: Problems) -> tuple[str, Mapping[str, Any]] | None:
+    base = "spec.template.spec.containers"
+    found = []
+    for i, item in enumerate(containers):
+        data = _read.mapping(item, index(base, i), p)
+        if data is not None:
+            argv = [str(a) for a in (data.get("command") or []) + (data.get("args") or [])]
+            if "spark_consumer" in " ".join(argv) or "spark-consumer" in " ".join(argv) or len(containers) == 1:
+                found.append((index(base, i), data))
+    if containers and not found:
+        p.add(base, [c.get("name") for c in containers if isinstance(c, Mapping)],
+              "a container running 'python -m spark_consumer'", "set the consumer container's command")
+    return found[0] if found else None
+
+
+def _argv(container: Mapping[str, Any], path: str, p: Problems) -> list[Any]:
+    out = []
+    for key in ("command", "args"):
+        items = _read.sequence(container, key, path, p) or []
+        for i, item in enumerate(items):
+            if not isinstance(item, str):
+                p.add(index(join(path, key), i), item, "a string", f"quote it: '{item}'")
+        out.extend(items)
+    if not out:
+        p.add(join(path, "command"), MISSING, "the replica program, e.g. ['python', '-m', 'spark_consumer']",
+              "add command: [python, -m, spark_consumer]")
+    return out
+
+
+def _env(container: Mapping[str, Any], path: str, p: Problems) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for i, item in enumerate(_read.sequence(container, "env", path, p) or []):
+        sub = index(join(path, "env"), i)
+        data = _read.mapping(item, sub, p)
+        if data is None:
+            continue
+        p.unknown_keys(data, sub, ("name", "value", "valueFrom"))
+        name = _read.string(data, "name", sub, p)
+        value = data.get("value")
+        if name is not None and isinstance(value, str):
+            env[name] = _expand(value, env)
+        elif name is not None and "valueFrom" not in data:
+            p.add(join(sub, "value"), value, "a string", f"quote it: '{value}'")
+    return env
+
+
+def _expand(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes ``$(VAR)`` expansion; ``$$`` escapes, unknown references stay as written."""
+    return _VAR_REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
+
+
+def _readiness(container: Mapping[str, Any], path: str, p: Problems) -> ReadinessProbe | None:
+    sub = join(path, "readinessProbe")
+    node = container.get("readinessProbe", MISSING)
+    if node is MISSING:
+        p.add(sub, node, "an httpGet probe on /ready", "add readinessProbe: {httpGet: {path: /ready, port: metrics}}")
+        return None
+    probe = _read.mapping(node, sub, p)
+    if probe is None:
+        return None
+    p.unknown_keys(probe, sub, PROBE_KEYS)
+    get = _read.mapping(probe.get("httpGet", MISSING), join(sub, "httpGet"), p, "an httpGet mapping")
+    if get is None:
+        return None
+    gpath = join(sub, "httpGet")
+    p.unknown_keys(get, gpath, ("path", "port", "host", "scheme", "httpHeaders"))
+    url = _read.string(get, "path", gpath, p, default="/")
+    port = _probe_port(get.get("port", MISSING), container, join(gpath, "port"), p)
+    numbers = {name: _read.integer(probe, key, sub, p, default=default, lo=lo, unit="seconds" if "Seconds" in key else "")
+               for name, key, default, lo in (("initial_delay_s", "initialDelaySeconds", 0, 0),
+                                               ("period_s", "periodSeconds", 10, 1),
+                                               ("timeout_s", "timeoutSeconds", 1, 1),
+                                               ("success_threshold", "successThreshold", 1, 1),
+                                               ("failure_threshold", "failureThreshold", 3, 1))}
+    if port is None or url is None or None in numbers.values():
+        return None
+    return ReadinessProbe(path=url, port=port, **numbers)
+
+
+def _probe_port(value: Any, container: Mapping[str, Any], path: str, p: Problems) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return value
+    if isinstance(value, str):
+        for item in container.get("ports") or []:
+            if isinstance(item, Mapping) and item.get("name") == value and isinstance(item.get("containerPort"), int):
+                return int(item["containerPort"])
+    p.add(path, value, "a port number in [1, 65535] or the name of a container port",
+          "use the metrics port, e.g. 9400")
+    return None
+
+
+def _cpu_request(container: Mapping[str, Any], path: str, p: Problems) -> int | None:
+    resources = container.get("resources")
+    requests = resources.get("requests") if isinstance(resources, Mapping) else None
+    value = requests.get("cpu") if isinstance(requests, Mapping) else None
+    if value is None:
+        return None
+    text = str(value)
+    match = _CPU.fullmatch(text) if not isinstance(value, bool) else None
+    if match is None:
+        p.add(f"{path}.resources.requests.cpu", value, "a CPU quantity such as '500m' or '1'",
+              "write millicores as '500m' or cores as '1'")
+        return None
+    number = float(match.group(1))
+    return round(number if match.group(2) else number * 1000)
