@@ -88,7 +88,8 @@ def _new_replica(events: pd.DataFrame, spike_s: float) -> str | None:
     return str(firsts["replica_id"].iloc[0] if len(firsts) else new["replica_id"].iloc[0])
 
 
-def _reason(spike_s, decision_s, replica_id, times) -> str | None:
+def _reason(spike_s: float | None, decision_s: float | None, replica_id: str | None,
+            times: dict[str, float | None]) -> str | None:
     if spike_s is None:
         return "NoSpikeStart: no 'spike_start' event; the producer must log the spike"
     if decision_s is None:

@@ -5,7 +5,7 @@ Every line has one shape, so tests can match whole strings::
     '<key path>': got <repr>, expected <allowed set or range> in <source>; <fix>
 
 ``<key path>`` is the key as the user wrote it (``spec.triggers[0].metadata.lagThreshold``,
-``metadata.annotations['lagscale.dev/hpa-tolerance']``), ``<repr>`` is the value's ``repr``
+``metadata.annotations["lagscale.dev/hpa-tolerance"]``), ``<repr>`` is the value's ``repr``
 (``no value`` when the key is missing), ``<source>`` is the file (or a label for in-memory
 input) and ``<fix>`` is an imperative without a trailing period.
 """
@@ -27,7 +27,7 @@ _MAX_REPR = 60
 def join(parent: str, key: str) -> str:
     """The key path of ``key`` inside ``parent`` (``''`` for the root)."""
     if "." in key or "/" in key:
-        return f"{parent}[{key!r}]" if parent else repr(key)
+        return f'{parent}["{key}"]' if parent else f'["{key}"]'
     return f"{parent}.{key}" if parent else key
 
 

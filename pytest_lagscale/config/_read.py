@@ -83,8 +83,8 @@ def integer(node: Mapping[str, Any], key: str, path: str, p: Problems, *, defaul
         p.add(sub, value, allowed, f"write a whole number without quotes, e.g. {example}")
         return None
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        bound = lo if lo is not None and value < lo else hi
-        p.add(sub, value, allowed, f"set it to {bound} or a value in range")
+        fix = f"raise it to at least {lo}" if lo is not None and value < lo else f"lower it to at most {hi}"
+        p.add(sub, value, allowed, fix)
         return None
     return value
 

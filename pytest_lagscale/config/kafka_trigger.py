@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_lagscale.config._problems import MISSING, Problems, join
+from pytest_lagscale.config._problems import MISSING, Problems, join, nearest
 
 OFFSET_RESET_POLICIES = ("latest", "earliest")
 TLS_MODES = ("enable", "disable")
@@ -235,7 +235,8 @@ def _enum(raw: Mapping[str, str], key: str, path: str, p: Problems, choices: tup
         return fallback
     if text not in choices:
         allowed = "one of {" + ", ".join(repr(c) for c in choices) + "}"
-        p.add(join(path, key), text, allowed, f"use one of {', '.join(repr(c) for c in choices)}")
+        guess = nearest(text, choices)
+        p.add(join(path, key), text, allowed, f"use {guess!r}" if guess else f"use one of {', '.join(map(repr, choices))}")
         return fallback
     return text
 

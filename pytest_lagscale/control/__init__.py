@@ -1,0 +1,10 @@
+"""Scaling decisions: KEDA trigger semantics and the HPA algorithm, pure and clock-injected.
+
+``control`` does no I/O, reads no clock and does no logging: it is given lag, replica counts
+and ``now_s`` and returns decisions with CamelCase reason tokens.
+
+* :mod:`pytest_lagscale.control.keda`: ``KafkaLagTrigger``, ``CpuTrigger``, ``Fallback``,
+  ``ActivationLoop``;
+* :mod:`pytest_lagscale.control.hpa`: proposals and ``HorizontalPodAutoscaler``;
+* :mod:`pytest_lagscale.control.controller`: ``ScalingController`` (``poll`` / ``sync``).
+"""

@@ -1,0 +1,346 @@
+"""The pure controller step: KEDA's polling loop and the HPA's sync, built from the committed YAML.
+
+The I/O runner owns time and the world; it calls, on its own schedule::
+
+    controller = ScalingController.from_scaled_object(load_scaled_object("k8s/scaledobject.yaml"))
+    # every controller.polling_interval_s (first call immediately):
+    poll = controller.poll(now_s, Observation(current_replicas=n, offsets=read_offsets()))
+    if poll.replicas_after != poll.replicas_before: set_replicas(poll.replicas_after)
+    # every controller.sync_period_s:
+    sync = controller.sync(now_s, Observation(current_replicas=n, offsets=read_offsets()))
+    if sync.replicas_after != sync.replicas_before: set_replicas(sync.replicas_after)
+
+Both return frozen dataclasses holding everything the event log needs (``dataclasses.asdict``
+works on them). Nothing here reads a clock, does I/O or logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from pytest_lagscale.config.behavior import Behavior
+from pytest_lagscale.config.harness import HarnessSettings
+from pytest_lagscale.config.hpa import CpuHpaConfig
+from pytest_lagscale.config.scaledobject import FallbackConfig, ScaledObjectConfig
+from pytest_lagscale.config.triggers import TriggerConfig
+from pytest_lagscale.control.hpa import (
+    HorizontalPodAutoscaler,
+    HpaDecision,
+    PodCpu,
+    combine_proposals,
+    proposal_for_average_value,
+    proposal_for_value,
+)
+from pytest_lagscale.control.keda import (
+    ActivationLoop,
+    ActivationSpec,
+    CpuTrigger,
+    Fallback,
+    KafkaLagTrigger,
+    MetricTarget,
+    TriggerError,
+)
+
+Offsets = Mapping[int, "tuple[int, int | None]"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the runner measured just before a step.
+
+    Attributes:
+        current_replicas: the Deployment's ``spec.replicas``.
+        offsets: ``partition -> (committed, log_end)`` of group/topic (committed -1 = none;
+            log_end None = missing); None when reading lag failed (a trigger error).
+        status_replicas: pods that exist (``status.replicas``), default ``current_replicas``.
+        ready_replicas: Running and Ready pods, default ``status_replicas``.
+        cpu_pods: per-pod CPU usage and requests for cpu triggers (None = unavailable).
+    """
+
+    current_replicas: int
+    offsets: Offsets | None = None
+    status_replicas: int | None = None
+    ready_replicas: int | None = None
+    cpu_pods: tuple[PodCpu, ...] | None = None
+
+    @property
+    def status(self) -> int:
+        """``status_replicas`` with its default applied."""
+        return self.current_replicas if self.status_replicas is None else self.status_replicas
+
+    @property
+    def ready(self) -> int:
+        """``ready_replicas`` with its default applied."""
+        return self.status if self.ready_replicas is None else self.ready_replicas
+
+
+@dataclass(frozen=True)
+class TriggerEvaluation:
+    """One trigger in one step.
+
+    Attributes:
+        index: position in ``spec.triggers``.
+        type: ``kafka`` or ``cpu``.
+        metric_name: e.g. ``s0-kafka-events``.
+        target: the metric target (type and value).
+        metric_value: value given to the HPA (fallback value included), None on error or cpu poll.
+        active: metric active, or fallback active.
+        error: the trigger's error message, None when it succeeded or fell back.
+        fallback_active: the fallback value replaced a failed read.
+        failures: consecutive failures of this metric after the step.
+        total_lag: total lag in offsets after caps (kafka; None on error).
+        total_lag_with_persistent: total lag including persistent lag (kafka; None on error).
+        partition_lag: partition -> lag including persistent lag, in offsets (kafka).
+        proposal: the HPA's proposal for this metric (sync only; None if invalid or poll).
+        cached: the value is the last poll's (useCachedMetrics).
+    """
+
+    index: int
+    type: str
+    metric_name: str
+    target: MetricTarget
+    metric_value: float | None
+    active: bool
+    error: str | None = None
+    fallback_active: bool = False
+    failures: int = 0
+    total_lag: int | None = None
+    total_lag_with_persistent: int | None = None
+    partition_lag: dict[int, int] = field(default_factory=dict)
+    proposal: int | None = None
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class PollDecision:
+    """KEDA's polling-loop step (event ``keda_poll``).
+
+    Attributes:
+        now_s: time of the poll in seconds.
+        triggers: one evaluation per trigger.
+        is_active: the ScaledObject is active.
+        is_error: some trigger errored.
+        replicas_before: replicas observed.
+        replicas_after: replicas KEDA sets (= before when it leaves them to the HPA).
+        reason: the activation reason (ScaledFromZero, Active, CoolingDown, ScaledToMin, ...).
+        last_active_s: lastActiveTime after the poll.
+    """
+
+    now_s: float
+    triggers: tuple[TriggerEvaluation, ...]
+    is_active: bool
+    is_error: bool
+    replicas_before: int
+    replicas_after: int
+    reason: str
+    last_active_s: float | None
+    event: str = "keda_poll"
+
+
+@dataclass(frozen=True)
+class SyncDecision:
+    """The HPA's sync step (event ``hpa_sync``).
+
+    Attributes:
+        now_s: time of the sync in seconds.
+        triggers: one evaluation per trigger (empty when the HPA skipped metrics).
+        proposal: combined metric proposal (None: metrics failed or skipped).
+        hpa: the HPA decision (recommendation, reason, message, stabilization reason).
+        replicas_before: replicas observed.
+        replicas_after: replicas the HPA sets.
+        reason: ``hpa.reason``.
+        stabilized: ``hpa.stabilized``.
+        limited: ``hpa.limited``.
+    """
+
+    now_s: float
+    triggers: tuple[TriggerEvaluation, ...]
+    proposal: int | None
+    hpa: HpaDecision
+    replicas_before: int
+    replicas_after: int
+    reason: str
+    stabilized: bool
+    limited: bool
+    event: str = "hpa_sync"
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """Everything the controller is built from (one ScaledObject, or one plain CPU HPA).
+
+    Attributes:
+        triggers: the triggers, in ``spec.triggers`` order.
+        hpa_min_replicas: HPA ``minReplicas``.
+        hpa_max_replicas: HPA ``maxReplicas``.
+        behavior: HPA behavior, None = legacy path.
+        harness: sync period, tolerance, downscale stabilization.
+        activation: KEDA activation fields, None for a plain HPA (no polling loop).
+        fallback: KEDA fallback, None when unset.
+        polling_interval_s: KEDA pollingInterval in seconds (None for a plain HPA).
+    """
+
+    triggers: tuple[TriggerConfig, ...]
+    hpa_min_replicas: int
+    hpa_max_replicas: int
+    behavior: Behavior | None = None
+    harness: HarnessSettings = field(default_factory=HarnessSettings)
+    activation: ActivationSpec | None = None
+    fallback: FallbackConfig | None = None
+    polling_interval_s: float | None = None
+
+
+class _Slot:
+    """One trigger with its fallback state and last poll evaluation."""
+
+    def __init__(self, config: TriggerConfig, fallback: FallbackConfig | None):
+        self.config = config
+        if config.type == "kafka":
+            assert config.kafka is not None
+            self.trigger: KafkaLagTrigger | CpuTrigger = KafkaLagTrigger.from_metadata(
+                config.kafka, trigger_index=config.index, metric_type=config.metric_type)
+            self.fallback = (Fallback(fallback.failure_threshold, fallback.replicas, fallback.behavior)
+                             if fallback else None)
+        else:
+            assert config.cpu_utilization_percent is not None
+            self.trigger = CpuTrigger(config.cpu_utilization_percent, container_name=config.container_name)
+            self.fallback = None
+        self.last_poll: TriggerEvaluation | None = None
+
+
+class ScalingController:
+    """KEDA + HPA decisions for one scaled Deployment, clock-injected.
+
+    Args:
+        spec: see :class:`ControllerSpec`; usually built by :meth:`from_scaled_object` or
+            :meth:`from_cpu_hpa`.
+
+    Source: kedacore/keda pkg/scaling/scale_handler.go checkScalers/getScaledObjectState and
+    GetScaledObjectMetrics v2.20.2; kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
+    reconcileAutoscaler v1.28.0; specs/keda-hpa-semantics.md §2.2, §2.4, §3.2
+    """
+
+    def __init__(self, spec: ControllerSpec):
+        self.spec = spec
+        self._slots = [_Slot(t, spec.fallback) for t in spec.triggers]
+        self.hpa = HorizontalPodAutoscaler(spec.hpa_min_replicas, spec.hpa_max_replicas, spec.behavior,
+                                           spec.harness.hpa_tolerance, spec.harness.hpa_downscale_stabilization_s)
+        self.activation = ActivationLoop(spec.activation) if spec.activation else None
+
+    @classmethod
+    def from_scaled_object(cls, config: ScaledObjectConfig, *, created_at_s: float = 0.0) -> ScalingController:
+        """Build from a loaded ScaledObject (``created_at_s``: its creation time on the runner's clock)."""
+        activation = ActivationSpec(config.min_replica_count, config.idle_replica_count,
+                                    float(config.cooldown_period_s), float(config.initial_cooldown_period_s),
+                                    created_at_s, config.fallback.replicas if config.fallback else None)
+        return cls(ControllerSpec(config.triggers, config.hpa_min_replicas, config.hpa_max_replicas,
+                                  config.behavior, config.harness, activation, config.fallback,
+                                  float(config.polling_interval_s)))
+
+    @classmethod
+    def from_cpu_hpa(cls, config: CpuHpaConfig) -> ScalingController:
+        """Build a plain CPU-utilization HPA (experiment 1); :meth:`poll` does nothing for it."""
+        trigger = TriggerConfig(index=0, type="cpu", metric_type="Utilization",
+                                cpu_utilization_percent=config.target_utilization_percent)
+        return cls(ControllerSpec((trigger,), config.min_replicas, config.max_replicas, config.behavior,
+                                  config.harness))
+
+    @property
+    def polling_interval_s(self) -> float | None:
+        """Seconds between :meth:`poll` calls (None: no KEDA polling loop)."""
+        return self.spec.polling_interval_s
+
+    @property
+    def sync_period_s(self) -> float:
+        """Seconds between :meth:`sync` calls (``lagscale.dev/hpa-sync-period-seconds``)."""
+        return self.spec.harness.hpa_sync_period_s
+
+    def poll(self, now_s: float, observation: Observation) -> PollDecision:
+        """KEDA's polling-loop step: evaluate every trigger, then the activation rule (§2.2).
+
+        Args:
+            now_s: time of the poll in seconds (runner's monotonic clock).
+            observation: replicas and offsets read just before.
+        """
+        cur = observation.current_replicas
+        evaluations = tuple(self._evaluate(slot, observation, for_poll=True) for slot in self._slots)
+        for slot, evaluation in zip(self._slots, evaluations):
+            slot.last_poll = evaluation
+        is_error = any(e.error is not None for e in evaluations)
+        only_cpu = all(s.config.type == "cpu" for s in self._slots)
+        is_active = any(e.active for e in evaluations) or (only_cpu and not is_error)
+        if self.activation is None:
+            return PollDecision(now_s, evaluations, is_active, is_error, cur, cur, "NoPollingLoop", None)
+        step = self.activation.step(now_s, is_active, is_error, cur)
+        return PollDecision(now_s, evaluations, is_active, is_error, cur, step.replicas, step.reason,
+                            step.last_active_s)
+
+    def sync(self, now_s: float, observation: Observation) -> SyncDecision:
+        """One HPA reconcile (§3.2): metrics (unless a shortcut applies), max rule, normalization.
+
+        Args:
+            now_s: time of the sync in seconds (runner's monotonic clock).
+            observation: replicas, offsets and cpu pods read just before.
+        """
+        cur = observation.current_replicas
+        evaluations: tuple[TriggerEvaluation, ...] = ()
+        proposal = None
+        if self.hpa.needs_metrics(cur):
+            evaluations = tuple(self._sync_metric(slot, observation) for slot in self._slots)
+            proposal = combine_proposals([e.proposal for e in evaluations], cur)
+        decision = self.hpa.decide_with_reason(now_s, cur, proposal)
+        return SyncDecision(now_s, evaluations, proposal, decision, cur, decision.replicas, decision.reason,
+                            decision.stabilized, decision.limited)
+
+    def _sync_metric(self, slot: _Slot, obs: Observation) -> TriggerEvaluation:
+        """The metric as the HPA reads it (live, or the last poll's with useCachedMetrics) and its proposal."""
+        if slot.config.use_cached_metrics and slot.last_poll is not None:
+            evaluation = replace(slot.last_poll, cached=True)
+        else:
+            evaluation = self._evaluate(slot, obs, for_poll=False)
+        return replace(evaluation, proposal=self._proposal(slot, evaluation, obs))
+
+    def _proposal(self, slot: _Slot, evaluation: TriggerEvaluation, obs: Observation) -> int | None:
+        tolerance = self.spec.harness.hpa_tolerance
+        if isinstance(slot.trigger, CpuTrigger):
+            try:
+                return slot.trigger.proposal(obs.cpu_pods or (), obs.current_replicas, tolerance)
+            except TriggerError:
+                return None
+        value, target = evaluation.metric_value, evaluation.target
+        if value is None:
+            return None
+        if target.type == "Value":
+            return proposal_for_value(value, target.value, obs.current_replicas, obs.ready, tolerance=tolerance)
+        return proposal_for_average_value(value, target.value, obs.status, tolerance)
+
+    def _evaluate(self, slot: _Slot, obs: Observation, *, for_poll: bool) -> TriggerEvaluation:
+        trigger = slot.trigger
+        base = dict(index=slot.config.index, type=slot.config.type, metric_name=trigger.metric_name,
+                    target=trigger.metric_target)
+        if isinstance(trigger, CpuTrigger):
+            utilization = trigger.utilization_percent(obs.cpu_pods or ())
+            value = None if for_poll or utilization is None else float(utilization)
+            return TriggerEvaluation(**base, metric_value=value, active=False)
+        try:
+            if obs.offsets is None:
+                raise TriggerError("consumer lag could not be read")
+            result = trigger.evaluate(obs.offsets)
+        except TriggerError as exc:
+            return self._failed(slot, base, str(exc), obs)
+        if slot.fallback is not None:
+            slot.fallback.on_success()
+        return TriggerEvaluation(**base, metric_value=result.metric_value, active=result.active,
+                                 total_lag=result.total_lag, total_lag_with_persistent=result.total_lag_with_persistent,
+                                 partition_lag=dict(result.partition_lag_with_persistent))
+
+    @staticmethod
+    def _failed(slot: _Slot, base: dict, message: str, obs: Observation) -> TriggerEvaluation:
+        """A failed read: the fallback's stand-in value past failureThreshold, else an error (§2.5)."""
+        if slot.fallback is None:
+            return TriggerEvaluation(**base, metric_value=None, active=False, error=message)
+        outcome = slot.fallback.on_failure(slot.trigger.metric_target, obs.current_replicas, obs.ready)
+        return TriggerEvaluation(**base, metric_value=outcome.metric_value, active=outcome.active,
+                                 error=None if outcome.active else message, fallback_active=outcome.active,
+                                 failures=outcome.failures)

@@ -1,0 +1,35 @@
+"""KEDA semantics (v2.20.2), pure: triggers, fallback and the activation step.
+
+* :class:`KafkaLagTrigger` (:mod:`.kafka_lag`): lag per partition, caps, metric and activity;
+* :class:`CpuTrigger` (:mod:`.cpu`): the Resource cpu metric the HPA decides on;
+* :class:`Fallback` (:mod:`.fallback`): failure counting and the stand-in metric;
+* :class:`ActivationLoop` (:mod:`.activation`): 0 <-> N, cooldownPeriod, idleReplicaCount.
+
+Example:
+    >>> from pytest_lagscale.control import keda
+    >>> trigger = keda.KafkaLagTrigger({"bootstrapServers": "kafka:9092", "consumerGroup": "enrich",
+    ...                                 "topic": "events", "lagThreshold": "10"})
+    >>> trigger.metric_name
+    's0-kafka-events'
+    >>> result = trigger.evaluate({0: (100, 112), 1: (200, 205)})
+    >>> result.metric_value, result.active, dict(result.partition_lag)
+    (17.0, True, {0: 12, 1: 5})
+"""
+
+from pytest_lagscale.control.keda.activation import ActivationDecision, ActivationLoop, ActivationSpec
+from pytest_lagscale.control.keda.base import MetricTarget, Trigger, TriggerError, TriggerResult
+from pytest_lagscale.control.keda.cpu import CpuTrigger
+from pytest_lagscale.control.keda.fallback import Fallback, FallbackOutcome
+from pytest_lagscale.control.keda.kafka_lag import (
+    KafkaLagTrigger,
+    PartitionLag,
+    find_factors,
+    metric_name,
+    next_balancing_factor,
+)
+
+__all__ = [
+    "ActivationDecision", "ActivationLoop", "ActivationSpec", "CpuTrigger", "Fallback", "FallbackOutcome",
+    "KafkaLagTrigger", "MetricTarget", "PartitionLag", "Trigger", "TriggerError", "TriggerResult",
+    "find_factors", "metric_name", "next_balancing_factor",
+]

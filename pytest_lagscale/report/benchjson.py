@@ -1,0 +1,224 @@
+"""The benchmark JSON document: build, write (one file per test, even a failing one), load.
+
+A document (``schema_version`` 1) is a dict::
+
+    {"schema_version": 1, "lagscale_version": "0.1.0", "datetime": "<UTC ISO-8601>",
+     "machine_info": {...}, "commit_info": {"id": str, "dirty": bool, ...},
+     "inputs": {"profile", "policy", "balancer", "partitions", "seed", "scale", "engine",
+                "versions": {"kafka", "spark", "librdkafka", "python"}, "broker": {...}},
+     "metrics": {name: {"value": float | None, "unit": str,
+                        "direction": "lower_is_better" | "higher_is_better",
+                        "tolerance": float}},   # relative, a fraction of the baseline value
+     "assertions": [{"name", "threshold", "value", "verdict": "pass" | "fail"}],
+     "artifacts": {name: path}}
+
+History files live in ``<root>/<machine-id>/NNNN_<commit>_<utc>[_dirty].json`` (as
+pytest-benchmark's storage/file.py). :func:`load` is the one reader; it upgrades old schema
+versions step by step through :data:`UPGRADES`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from .. import __version__
+from ..errors import ConfigError
+
+SCHEMA_VERSION = 1
+DIRECTIONS = ("lower_is_better", "higher_is_better")
+VERDICTS = ("pass", "fail")
+_REQUIRED_V1 = ("datetime", "machine_info", "commit_info", "inputs", "metrics", "assertions",
+                "artifacts")
+_COUNTER = re.compile(r"^(\d{4})_")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measurement: ``value`` in ``unit``; ``tolerance`` is relative (0.1 = 10 %)."""
+
+    value: float | None
+    unit: str
+    direction: str
+    tolerance: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"direction: {self.direction!r} is not one of {DIRECTIONS!r}; "
+                             "state which way is better")
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """One acceptance assertion: its threshold, the measured value and ``pass``/``fail``."""
+
+    name: str
+    threshold: float | None
+    value: float | None
+    verdict: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict: {self.verdict!r} is not one of {VERDICTS!r}")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the run was given. ``versions`` maps kafka/spark/librdkafka/python to strings."""
+
+    profile: str
+    policy: str
+    balancer: str
+    partitions: int
+    seed: int
+    scale: str
+    engine: str = "spark"
+    versions: Mapping[str, str] = field(default_factory=dict)
+    broker: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """Everything one document holds besides the version and the time."""
+
+    inputs: Inputs
+    metrics: Mapping[str, Metric]
+    assertions: Sequence[Assertion] = ()
+    artifacts: Mapping[str, str] = field(default_factory=dict)
+    machine_info: Mapping[str, Any] = field(default_factory=dict)
+    commit_info: Mapping[str, Any] = field(default_factory=dict)
+
+
+def metrics_from_flat(values: Mapping[str, float | None],
+                      specs: Mapping[str, tuple[str, str]],
+                      tolerances: Mapping[str, float] | None = None,
+                      default_tolerance: float = 0.1) -> dict[str, Metric]:
+    """Metrics from ``Measurements.flat()`` values and ``analyze.METRICS`` (unit, direction)."""
+    tolerances = tolerances or {}
+    return {name: Metric(value, specs[name][0], specs[name][1],
+                         tolerances.get(name, default_tolerance))
+            for name, value in values.items()}
+
+
+def build_document(run: BenchmarkRun, generated_at: datetime) -> dict[str, Any]:
+    """The schema-1 document of ``run``; ``generated_at`` must be timezone-aware.
+
+    Raises:
+        ValueError: ``generated_at`` is naive.
+    """
+    if generated_at.tzinfo is None:
+        raise ValueError("generated_at: a naive datetime; pass datetime.now(timezone.utc)")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "lagscale_version": __version__,
+        "datetime": generated_at.astimezone(timezone.utc).isoformat(),
+        "machine_info": dict(run.machine_info),
+        "commit_info": dict(run.commit_info),
+        "inputs": {**asdict(run.inputs), "versions": dict(run.inputs.versions),
+                   "broker": dict(run.inputs.broker)},
+        "metrics": {name: asdict(m) for name, m in run.metrics.items()},
+        "assertions": [asdict(a) for a in run.assertions],
+        "artifacts": {name: str(path) for name, path in run.artifacts.items()},
+    }
+
+
+def _stamp(doc: Mapping[str, Any]) -> str:
+    moment = datetime.fromisoformat(doc["datetime"]).astimezone(timezone.utc)
+    return moment.strftime("%Y%m%dT%H%M%SZ")
+
+
+def _next_counter(folder: Path) -> int:
+    counters = [int(m.group(1)) for p in folder.glob("*.json") if (m := _COUNTER.match(p.name))]
+    return max(counters, default=0) + 1
+
+
+def document_path(root: str | Path, machine_id: str, doc: Mapping[str, Any]) -> Path:
+    """``<root>/<machine_id>/NNNN_<commit>_<utc>[_dirty].json`` with the next free counter."""
+    folder = Path(root) / machine_id
+    commit = doc["commit_info"].get("id") or "unversioned"
+    dirty = "_dirty" if doc["commit_info"].get("dirty") else ""
+    return folder / f"{_next_counter(folder):04d}_{commit}_{_stamp(doc)}{dirty}.json"
+
+
+def write_document(doc: Mapping[str, Any], root: str | Path, machine_id: str) -> Path:
+    """Write ``doc`` atomically to a new history file and return its path.
+
+    The verdicts play no part: a failing run is written like a passing one.
+    """
+    path = document_path(root, machine_id, doc)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+@contextmanager
+def written_on_exit(root: str | Path, machine_id: str,
+                    build: Callable[[], Mapping[str, Any]]) -> Iterator[list[Path]]:
+    """Write ``build()`` when the block exits, also when it raises (the error propagates).
+
+    Yields a list that holds the written path afterwards. Use around a test body so that the
+    measurements gathered so far are written even when an assertion fails.
+    """
+    written: list[Path] = []
+    try:
+        yield written
+    finally:
+        written.append(write_document(build(), root, machine_id))
+
+
+def _check_v1(doc: Mapping[str, Any], source: str) -> None:
+    missing = [key for key in _REQUIRED_V1 if key not in doc]
+    if missing:
+        raise ConfigError(f"{source}: keys {missing!r} are missing from a schema 1 document; "
+                          "rewrite it with write_document")
+
+
+#: version n -> function turning a version-n document into a version-(n+1) one.
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+#: version -> validation of a document of that version (run before upgrading it).
+CHECKS: dict[int, Callable[[Mapping[str, Any], str], None]] = {1: _check_v1}
+
+
+def upgrade(doc: dict[str, Any], source: str = "<document>") -> dict[str, Any]:
+    """Upgrade ``doc`` to :data:`SCHEMA_VERSION`, validating each version on the way.
+
+    Raises:
+        ConfigError: the version is missing, unknown or newer than this pytest-lagscale.
+    """
+    version = doc.get("schema_version")
+    if version not in CHECKS:
+        hint = ("upgrade pytest-lagscale" if isinstance(version, int)
+                and version > SCHEMA_VERSION else "it is not a lagscale benchmark file")
+        raise ConfigError(f"{source}: 'schema_version' {version!r} is not one of "
+                          f"{sorted(CHECKS)!r}; {hint}")
+    while True:
+        CHECKS[version](doc, source)
+        if version == SCHEMA_VERSION:
+            return doc
+        doc = UPGRADES[version](doc)
+        version = doc["schema_version"] = version + 1
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read a benchmark JSON file of any known schema version, upgraded to the current one.
+
+    Raises:
+        ConfigError: the file is not JSON or not a known schema version.
+    """
+    try:
+        doc = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: is not JSON ({exc}); "
+                          "pass a file written by write_document") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: top level is {type(doc).__name__}, not an object; "
+                          "pass a file written by write_document")
+    return upgrade(doc, str(path))

@@ -1,0 +1,74 @@
+"""Human-readable summaries of one run's measurements: ``summary.md`` and a rich table.
+
+Both list every metric of :data:`pytest_lagscale.analyze.METRICS` (name, value, unit, which
+way is better), then the scale steps (time, counts, dip, recovery), then the assertions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..analyze.measure import METRICS, Measurements
+from .benchjson import Assertion
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def measurement_rows(m: Measurements) -> list[tuple[str, str, str, str]]:
+    """``(metric, value, unit, better)`` strings, one per metric of ``METRICS``."""
+    return [(name, _fmt(value), METRICS[name][0], METRICS[name][1].split("_")[0])
+            for name, value in m.flat().items()]
+
+
+def summary_markdown(m: Measurements, assertions: Sequence[Assertion] = (),
+                     title: str = "lagscale run") -> str:
+    """The run's summary as markdown (the content of ``summary.md``)."""
+    lines = [f"# {title}", ""]
+    if m.reaction.reason:
+        lines += [f"Reaction incomplete: {m.reaction.reason}", ""]
+    lines += ["## Measurements", "", "| metric | value | unit | better |", "|---|---:|---|---|"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in measurement_rows(m)]
+    lines += ["", "## Scale steps", ""]
+    if m.steps:
+        lines += ["| t (s) | replicas | direction | reversal | dip | recovery (s) |",
+                  "|---:|---|---|---|---:|---:|"]
+        lines += [f"| {s.t_s:g} | {s.replicas_before} -> {s.replicas_after} | {s.direction} "
+                  f"| {'yes' if s.reversal else 'no'} | {_percent(s.dip)} "
+                  f"| {_fmt(s.recovery_s)} |" for s in m.steps]
+    else:
+        lines.append("No scale steps.")
+    if assertions:
+        lines += ["", "## Assertions", "", "| assertion | threshold | value | verdict |",
+                  "|---|---:|---:|---|"]
+        lines += [f"| {a.name} | {_fmt(a.threshold)} | {_fmt(a.value)} | {a.verdict} |"
+                  for a in assertions]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(path: str | Path, m: Measurements, assertions: Sequence[Assertion] = (),
+                  title: str = "lagscale run") -> Path:
+    """Write :func:`summary_markdown` to ``path`` (parents created); returns the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(summary_markdown(m, assertions, title))
+    return out
+
+
+def measurements_table(m: Measurements, title: str = "lagscale measurements") -> Any:
+    """A ``rich.table.Table`` with columns metric, value, unit, better (one row per metric)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column, justify in (("metric", "left"), ("value", "right"), ("unit", "left"),
+                            ("better", "left")):
+        table.add_column(column, justify=justify)
+    for row in measurement_rows(m):
+        table.add_row(*row)
+    return table

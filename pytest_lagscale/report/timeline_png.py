@@ -1,0 +1,85 @@
+"""The timeline PNG: total lag, desired and ready replicas and group consume rate on one axis.
+
+matplotlib (the ``plot`` extra) is imported inside :func:`write_timeline_png`, with the Agg
+backend, so importing this module (or the plugin) never loads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..analyze.steps import ScaleStep, scale_steps
+
+
+def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame) -> None:
+    lag_ax.plot(timeline["t_s"], timeline["total_lag"], color="tab:blue", label="total lag")
+    lag_ax.set_ylabel("total lag (records)")
+    rate_ax = lag_ax.twinx()
+    rate_ax.plot(timeline["t_s"], timeline["consume_rate_per_s"], color="tab:purple",
+                 linewidth=0.9, label="consume rate")
+    rate_ax.set_ylabel("group consume rate (records/s)")
+    handles = [h for ax in (lag_ax, rate_ax) for h in ax.get_legend_handles_labels()[0]]
+    lag_ax.legend(handles=handles, loc="upper left")
+
+
+def _plot_replicas(ax, timeline: pd.DataFrame) -> None:
+    ax.step(timeline["t_s"], timeline["desired_replicas"], where="post", color="tab:orange",
+            linestyle="--", label="desired replicas")
+    ax.step(timeline["t_s"], timeline["ready_replicas"], where="post", color="tab:green",
+            label="ready replicas")
+    ax.set_ylabel("replicas")
+    ax.set_ylim(bottom=0)
+
+
+def _mark(ax, spike: tuple[float, float] | None, steps: Sequence[ScaleStep]) -> None:
+    if spike is not None:
+        ax.axvspan(spike[0], spike[1], color="tab:red", alpha=0.08, label="spike")
+    for step in steps:
+        ax.axvline(step.t_s, color="tab:gray", linewidth=0.8,
+                   linestyle="-" if step.direction == "up" else ":")
+
+
+def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
+                       spike: tuple[float, float] | None = None,
+                       steps: Sequence[ScaleStep] | None = None,
+                       title: str = "lagscale timeline") -> Path:
+    """Draw the run's timeline and write it as a PNG.
+
+    Top panel: total lag (records, left axis) and group consume rate (records/s, right axis).
+    Bottom panel: desired and ready replicas. Both share the time axis (seconds since run
+    start); the spike window is shaded and each scale step is a vertical line (solid up,
+    dotted down).
+
+    Args:
+        timeline: the timeline table (one row per 1 s step; see ``analyze.tables``).
+        path: the PNG to write (parents created).
+        spike: ``(start_s, end_s)`` of the spike, or None.
+        steps: scale steps to mark; default ``scale_steps(timeline)``.
+        title: figure title.
+
+    Returns:
+        ``path`` as a Path.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    steps = scale_steps(timeline) if steps is None else steps
+    fig = Figure(figsize=(12, 7), dpi=110)
+    lag_ax, rep_ax = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    _plot_lag_and_rate(lag_ax, timeline)
+    _plot_replicas(rep_ax, timeline)
+    for ax in (lag_ax, rep_ax):
+        _mark(ax, spike, steps)
+        ax.grid(alpha=0.3)
+    rep_ax.legend(loc="upper left")
+    rep_ax.set_xlabel("time since run start (s)")
+    fig.suptitle(title)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="png")
+    return out

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import pytest
+
+from pytest_lagscale.analyze import Reaction, reaction_time
+
+from . import synth
+
+
+def test_reaction_breakdown_follows_first_new_replica_to_process() -> None:
+    _, log = synth.scale_out_run()
+    assert reaction_time(log) == Reaction(
+        total_s=19.0, detection_s=5.0, actuation_s=5.5, cold_start_s=5.0, join_s=2.5,
+        first_fetch_s=1.0, replica_id="r2", reason=None)
+
+
+def test_reaction_parts_add_up_to_total() -> None:
+    _, log = synth.scale_out_run()
+    r = reaction_time(log)
+    assert r.detection_s + r.actuation_s + r.cold_start_s + r.join_s + r.first_fetch_s \
+        == pytest.approx(r.total_s)
+
+
+BASE = [
+    (10.0, "producer", "spike_start", {}),
+    (11.0, "r0", "first_record", {}),
+]
+
+
+@pytest.mark.parametrize("rows, expected", [
+    pytest.param(
+        [(0.0, "platform", "replica_started", {"replica_id": "r0"})] + BASE,
+        Reaction(None, None, None, None, None, None, None,
+                 "NoScaleOutDecision: no 'decision' with desired_replicas > current_replicas "
+                 "after the spike start at 10.0 s"),
+        id="old-replica-does-not-count"),
+    pytest.param(
+        BASE + [(12.0, "controller", "decision", {"desired_replicas": 1,
+                                                  "current_replicas": 1}),
+                (13.0, "controller", "decision", {"desired_replicas": 2,
+                                                  "current_replicas": 1})],
+        Reaction(None, 3.0, None, None, None, None, None,
+                 "NoNewReplica: no replica started after the spike start at 10.0 s"),
+        id="first-decision-with-desired-above-current"),
+    pytest.param(
+        BASE + [(13.0, "controller", "decision", {"desired_replicas": 2,
+                                                  "current_replicas": 1}),
+                (14.0, "platform", "replica_started", {"replica_id": "r1"}),
+                (16.0, "platform", "replica_ready", {"replica_id": "r1"}),
+                (17.0, "r1", "assigned", {"partitions": []}),
+                (18.0, "r1", "assigned", {"partitions": [3]})],
+        Reaction(None, 3.0, 1.0, 2.0, 2.0, None, "r1",
+                 "NoFirstRecord: replica 'r1' has no 'first_record' event"),
+        id="empty-assignment-skipped"),
+    pytest.param(
+        [(0.0, "controller", "decision", {"desired_replicas": 2, "current_replicas": 1})],
+        Reaction(None, None, None, None, None, None, None,
+                 "NoSpikeStart: no 'spike_start' event; the producer must log the spike"),
+        id="no-spike"),
+])
+def test_reaction_missing_events(rows: list, expected: Reaction) -> None:
+    assert reaction_time(synth.events(*rows)) == expected
+
+
+def test_reaction_spike_start_override() -> None:
+    _, log = synth.scale_out_run()
+    assert reaction_time(log, spike_start_s=22.0).detection_s == 3.0

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_lagscale.analyze import METRICS, RunSpec, measure
+from pytest_lagscale.report.benchjson import Assertion
+from pytest_lagscale.report.summary import (measurements_table, summary_markdown,
+                                            write_summary)
+from tests.unit.analyze import synth
+
+SPEC = RunSpec(lag_threshold_records=1000, min_replicas=1, max_replicas=4, partitions=3,
+               capacity_per_s=100.0)
+
+
+def _measurements():
+    table, log = synth.scale_out_run()
+    return measure(table, log, SPEC)
+
+
+def test_summary_markdown_lists_metrics_steps_and_assertions() -> None:
+    text = summary_markdown(_measurements(), [Assertion("reaction_time_s < 90", 90.0, 19.0,
+                                                        "pass")])
+    assert text.startswith("# lagscale run\n\n## Measurements\n")
+    assert "| reaction_time_s | 19 | s | lower |" in text
+    assert "| drain_monotone | 1 | bool | higher |" in text
+    assert "| 30 | 1 -> 3 | up | no | 0.0% | 0 |" in text
+    assert "| reaction_time_s < 90 | 90 | 19 | pass |" in text
+    assert sum(line.startswith("| ") for line in text.splitlines()) == len(METRICS) + 1 + 2 + 2
+
+
+def test_summary_markdown_notes_incomplete_reaction() -> None:
+    table, _ = synth.scale_out_run()
+    m = measure(table, synth.events(), SPEC)
+    text = summary_markdown(m)
+    assert "Reaction incomplete: NoSpikeStart" in text
+    assert "| reaction_time_s | - | s | lower |" in text
+
+
+def test_write_summary(tmp_path: Path) -> None:
+    path = write_summary(tmp_path / "run" / "summary.md", _measurements(), title="exp 2")
+    assert path.read_text().startswith("# exp 2\n")
+
+
+def test_measurements_table() -> None:
+    from rich.console import Console
+
+    console = Console(width=100, record=True)
+    console.print(measurements_table(_measurements()))
+    text = console.export_text()
+    assert "replica_seconds_ratio" in text and "1.45" in text

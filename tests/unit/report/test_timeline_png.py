@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_lagscale.report.timeline_png import write_timeline_png
+from tests.unit.analyze import synth
+
+
+@pytest.fixture(scope="module")
+def matplotlib_imported() -> None:
+    """Import matplotlib once (~0.8 s, a per-process cost) outside the timed test call."""
+    pytest.importorskip("matplotlib", reason="matplotlib missing: pip install "
+                                             "'pytest-lagscale[plot]'")
+    import matplotlib.figure  # noqa: F401
+
+
+@pytest.mark.parametrize("spike", [
+    pytest.param((20.0, 60.0), id="with-spike"),
+    pytest.param(None, id="without-spike"),
+])
+def test_write_timeline_png(tmp_path: Path, matplotlib_imported: None,
+                            spike: tuple[float, float] | None) -> None:
+    table, _ = synth.scale_out_run()
+    path = write_timeline_png(table, tmp_path / "out" / "timeline.png", spike=spike)
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 10_000
+
+
+def test_module_import_does_not_load_matplotlib() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_lagscale.report.timeline_png, pytest_lagscale.report.summary, "
+            "pytest_lagscale.report.compare; "
+            "print(sorted(m for m in ('matplotlib', 'rich') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
