@@ -18,7 +18,7 @@ from typing import Any
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._objects import ObjectMeta, collect_envelope
 from pytest_lagscale.config._problems import MISSING, Problems, index, join
-from pytest_lagscale.config.replica_args import ReplicaArgs, collect_replica_args
+from pytest_lagscale.config.replica_args import ReplicaArgs, collect_replica_args, program_end
 
 DEPLOYMENT_SPEC_KEYS = ("replicas", "selector", "template", "strategy", "minReadySeconds",
                         "revisionHistoryLimit", "paused", "progressDeadlineSeconds")
@@ -172,6 +172,11 @@ def _container_part(pod: Mapping[str, Any], p: Problems) -> dict[str, Any] | Non
     p.unknown_keys(container, cpath, CONTAINER_KEYS)
     env = _env(container, cpath, p)
     argv = tuple(_expand(str(a), env) for a in _argv(container, cpath, p))
+    if argv and program_end(argv) is None:
+        p.add(join(cpath, "command"), container.get("command", MISSING),
+              "a command running 'python -m spark_consumer' or 'spark-consumer'",
+              "set command: [python, -m, spark_consumer]")
+        return None
     replica = collect_replica_args(argv, join(cpath, "args"), p)
     readiness = _readiness(container, cpath, p)
     if replica is not None and grace is not None and grace <= replica.drain_timeout_s:

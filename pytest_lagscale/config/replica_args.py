@@ -123,7 +123,7 @@ def collect_replica_args(argv: Sequence[str], path: str, p: Problems) -> Replica
 
 
 def _split_flags(argv: Sequence[str], path: str, p: Problems) -> dict[str, str] | None:
-    start = _program_end(argv)
+    start = program_end(argv)
     if start is None:
         p.add(path, list(argv)[:4], "a command running 'python -m spark_consumer' or 'spark-consumer'",
               "set command: [python, -m, spark_consumer]")
@@ -152,7 +152,7 @@ def _split_flags(argv: Sequence[str], path: str, p: Problems) -> dict[str, str] 
     return flags
 
 
-def _program_end(argv: Sequence[str]) -> int | None:
+def program_end(argv: Sequence[str]) -> int | None:
     """Index just after ``-m spark_consumer`` or a ``spark-consumer`` executable; None if absent."""
     for i, token in enumerate(argv):
         if token == "-m" and i + 1 < len(argv) and argv[i + 1] == "spark_consumer":

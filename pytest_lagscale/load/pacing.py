@@ -151,7 +151,7 @@ def _send_due(schedule: Schedule, source: EventSource, sink: Sink, clock: Clock,
         sink.send(events)
         st = stats[j]
         st.sent += len(events)
-        st.last_send_s = t_send
+        st.last_send_s = clock.now() - t0  # the chunk's last record is handed over now
         st.max_delay_s = max(st.max_delay_s, t_send - schedule.send_time(sent))
         sent += len(events)
     return sent

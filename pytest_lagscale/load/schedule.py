@@ -90,8 +90,11 @@ class Schedule:
         return self._cum_start[j] + (min(t_s, step.end_s) - step.start_s) * step.rate_per_s
 
     def due_count(self, t_s: float) -> int:
-        """Number of records whose send time is before ``t_s`` seconds (capped at the total)."""
-        return min(self.total_records, _ceil(self.cumulative(t_s)))
+        """Number of records whose send time is at or before ``t_s`` seconds."""
+        n = min(self.total_records, _ceil(self.cumulative(t_s)))
+        if n < self.total_records and self.send_time(n) <= t_s:
+            n += 1  # t_s is exactly the send time of record n
+        return n
 
     def send_time(self, record: int) -> float:
         """Send time of record ``record`` in seconds since the start.

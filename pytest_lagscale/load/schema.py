@@ -251,3 +251,13 @@ def check_steps_order(points: list[tuple[float, float, str]], duration_s: float 
         check.add(f"steps[{len(points) - 1}].at_s",
                   f"{points[-1][0]!r} is not before duration_s {duration_s!r}",
                   "at_s < duration_s", "raise duration_s or remove the step")
+
+
+def nearest(word: str, valid: list[str]) -> str | None:
+    """The valid key ``word`` most likely misspells: the one key it abbreviates (3+ chars),
+    else difflib's closest match with ratio >= 0.6, else None."""
+    prefixed = [v for v in valid if len(word) >= 3 and v.startswith(word)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    hits = difflib.get_close_matches(word, valid, n=1, cutoff=0.6)
+    return hits[0] if hits else None

@@ -65,8 +65,8 @@ def scale_up_limit(current: int, events: ScaleEvents, rules: ScalingRules, now_s
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
     calculateScaleUpLimitWithScalingRules v1.28.0; specs/keda-hpa-semantics.md §3.7
-    Quirk: the percent product is float64, so 100 x (1 + 7/100) = 107.00000000000001 rounds up
-    to 108; test id 3.7-quirk-percent-float-ceil.
+    Quirk: the percent product is float64, so 25 x (1 + 12/100) = 28.000000000000004 rounds up
+    to 29; test id 3.7-quirk-percent-float-ceil.
     """
     if rules.select_policy == "Disabled":
         return current

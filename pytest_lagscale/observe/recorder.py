@@ -1,0 +1,273 @@
+"""Recorder: the run's Prometheus series -> the timeline table; the run's event logs -> one log.
+
+**Timeline.** :class:`Recorder` runs one ``query_range`` per timeline column (PromQL from
+:func:`default_queries`, overridable per column) at a 1 s step through prometheus-api-client and
+builds the table of :mod:`pytest_lagscale.analyze.tables` (one row per 1 s bucket
+``[t_s, t_s + 1)``). Default PromQL per column (group ``enrich``):
+
+========================  =============================================================
+column                    PromQL
+========================  =============================================================
+``total_lag``             ``sum(kafka_consumergroup_lag_sum{consumergroup="enrich"})``
+``desired_replicas``      ``sum(kube_horizontalpodautoscaler_status_desired_replicas)``
+``current_replicas``      ``sum(kube_horizontalpodautoscaler_status_current_replicas)``
+``ready_replicas``        ``sum(replica_ready)``
+``consume_rate_per_s``    ``sum(irate(records_processed_total[3s]))``
+``produce_rate_per_s``    ``sum(irate(kafka_topic_partition_current_offset[3s]))``
+========================  =============================================================
+
+Choices, on purpose:
+
+* Rates use ``irate`` over ``[3s]``, not ``rate(...[5s])``: with a 1 s scrape ``irate`` is the
+  increase between the last two samples, i.e. the rate of one 1 s bucket, which the dip and
+  recovery measurements need; ``rate[5s]`` would smooth a 2 s dip into a shallow 5 s one. The
+  3 s window still holds two samples when a scrape is late by up to 1 s.
+* Gauges (``total_lag``, replica counts) take the instant value at the bucket start ``t_s``.
+  Rates are evaluated at the bucket end ``t_s + 1`` so that ``irate`` covers the bucket itself.
+* Several series of one query are summed per step (so one HPA per run is not required).
+* Missing samples: ``total_lag``, ``desired_replicas`` and ``current_replicas`` are gauges and
+  are forward-filled (a missed scrape keeps the last value; before the first sample: 0).
+  ``ready_replicas`` and the rates are counts and become 0 (no replica target = none ready,
+  no samples = nothing processed or produced).
+
+**Events.** :func:`merge_event_logs` merges the JSONL logs of controller, platform, replicas and
+producer into ``events.jsonl`` ordered by ``monotonic_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from ..analyze.tables import TIMELINE_COLUMNS, check_timeline
+from ..errors import ConfigError, LagscaleError
+from ..eventlog import read_events
+
+#: Columns forward-filled across missing samples (0 before the first sample).
+GAUGE_COLUMNS: tuple[str, ...] = ("total_lag", "desired_replicas", "current_replicas")
+#: Columns whose missing samples are 0.
+COUNT_COLUMNS: tuple[str, ...] = ("ready_replicas", "consume_rate_per_s", "produce_rate_per_s")
+#: Columns evaluated at the bucket end (``t_s + step_s``) rather than its start.
+RATE_COLUMNS: tuple[str, ...] = ("consume_rate_per_s", "produce_rate_per_s")
+#: One PromQL query per timeline column except ``t_s``.
+QUERY_COLUMNS: tuple[str, ...] = GAUGE_COLUMNS + COUNT_COLUMNS
+
+RangeResult = list[dict[str, Any]]
+
+
+def default_queries(group: str = "enrich") -> dict[str, str]:
+    """The documented PromQL per timeline column (see the module docstring)."""
+    return {
+        "total_lag": f'sum(kafka_consumergroup_lag_sum{{consumergroup="{group}"}})',
+        "desired_replicas": "sum(kube_horizontalpodautoscaler_status_desired_replicas)",
+        "current_replicas": "sum(kube_horizontalpodautoscaler_status_current_replicas)",
+        "ready_replicas": "sum(replica_ready)",
+        "consume_rate_per_s": "sum(irate(records_processed_total[3s]))",
+        "produce_rate_per_s": "sum(irate(kafka_topic_partition_current_offset[3s]))",
+    }
+
+
+def _epoch_s(when: datetime | float) -> float:
+    if isinstance(when, datetime):
+        if when.tzinfo is None:
+            raise ConfigError(f"recorder: time {when!r} has no timezone; pass an aware UTC "
+                              "datetime or epoch seconds")
+        return when.timestamp()
+    return float(when)
+
+
+def _steps_on_grid(result: RangeResult, start_s: float, step_s: float) -> dict[int, float]:
+    """``{step index: value summed over series}`` of one range-query result; NaN skipped."""
+    out: dict[int, float] = {}
+    for series in result:
+        for ts, raw in series.get("values", []):
+            value = float(raw)
+            if math.isnan(value):
+                continue
+            k = round((float(ts) - start_s) / step_s)
+            out[k] = out.get(k, 0.0) + value
+    return out
+
+
+def timeline_from_results(results: Mapping[str, RangeResult], start_s: float, steps: int,
+                          step_s: float = 1.0) -> pd.DataFrame:
+    """Build the timeline table from one range-query result per column.
+
+    Args:
+        results: ``{column: result}`` for every column of :data:`QUERY_COLUMNS`, each result
+            as prometheus-api-client's ``custom_query_range`` returns it:
+            ``[{"metric": {...}, "values": [[epoch_s, "value"], ...]}, ...]``, evaluated on the
+            grid ``start_s + k * step_s`` for ``k`` in ``0..steps`` (``steps + 1`` points).
+        start_s: epoch seconds of run start (the grid origin, ``t_s = 0``).
+        steps: number of rows (1 s buckets).
+        step_s: grid step, seconds.
+
+    Returns:
+        The timeline (columns and dtypes of :data:`TIMELINE_COLUMNS`), ``steps`` rows,
+        ``t_s = k * step_s``; missing samples filled as the module docstring says; counts are
+        rounded to int64.
+
+    Raises:
+        ConfigError: a column of :data:`QUERY_COLUMNS` has no result.
+    """
+    missing = [c for c in QUERY_COLUMNS if c not in results]
+    if missing:
+        raise ConfigError(f"recorder: results for {missing!r} are missing; expected "
+                          f"{list(QUERY_COLUMNS)!r}; query every timeline column")
+    index = range(steps)
+    table = pd.DataFrame({"t_s": [k * step_s for k in index]})
+    for column in QUERY_COLUMNS:
+        by_step = _steps_on_grid(results[column], start_s, step_s)
+        offset = 1 if column in RATE_COLUMNS else 0
+        values = pd.Series([by_step.get(k + offset, math.nan) for k in index], dtype="float64")
+        values = values.ffill().fillna(0.0) if column in GAUGE_COLUMNS else values.fillna(0.0)
+        if TIMELINE_COLUMNS[column] == "int64":
+            values = values.round()
+        table[column] = values
+    return check_timeline(table)
+
+
+class Recorder:
+    """Pulls a run's timeline from Prometheus.
+
+    Args:
+        url: Prometheus base URL (:attr:`PrometheusServer.url`).
+        queries: PromQL overrides by column; the rest come from :func:`default_queries`.
+        step_s: grid step, seconds (the timeline is defined for 1 s).
+        client: an object with prometheus-api-client's ``custom_query_range`` (default:
+            ``PrometheusConnect(url, disable_ssl=True)``).
+
+    Raises:
+        ConfigError: ``queries`` names a column that is not a timeline column.
+
+    Example:
+        >>> rec = Recorder(prom.url)  # doctest: +SKIP
+        >>> timeline = rec.record(run_dir, start=t0_wall_s, end=t1_wall_s)  # doctest: +SKIP
+    """
+
+    def __init__(self, url: str, queries: Mapping[str, str] | None = None, *,
+                 step_s: float = 1.0, client: Any = None):
+        unknown = sorted(set(queries or {}) - set(QUERY_COLUMNS))
+        if unknown:
+            raise ConfigError(f"recorder: query columns {unknown!r} are unknown; allowed "
+                              f"{list(QUERY_COLUMNS)!r}; rename them")
+        self.queries = {**default_queries(), **(queries or {})}
+        self.step_s = step_s
+        if client is None:
+            from prometheus_api_client import PrometheusConnect
+            client = PrometheusConnect(url, disable_ssl=True)
+        self.client = client
+
+    def query_range(self, query: str, start_s: float, end_s: float) -> RangeResult:
+        """One ``query_range`` on the exact grid ``start_s, start_s + step_s, ... <= end_s``.
+
+        prometheus-api-client rounds ``start``/``end`` to whole seconds; the exact epoch
+        seconds are passed as request parameters (which it merges over its own) so that the
+        grid starts at run start.
+
+        Raises:
+            LagscaleError: the request failed or Prometheus answered with an error.
+        """
+        params = {"start": f"{start_s:.3f}", "end": f"{end_s:.3f}"}
+        try:
+            return self.client.custom_query_range(
+                query, start_time=datetime.fromtimestamp(start_s, tz=timezone.utc),
+                end_time=datetime.fromtimestamp(end_s, tz=timezone.utc),
+                step=f"{self.step_s:g}", params=params)
+        except Exception as exc:  # requests or PrometheusApiClientException
+            raise LagscaleError(f"recorder: query {query!r} failed: {exc}; check that "
+                                "Prometheus still runs and the PromQL is valid") from exc
+
+    def timeline(self, start: datetime | float, end: datetime | float) -> pd.DataFrame:
+        """The timeline of ``[start, end)``: one row per whole ``step_s`` bucket.
+
+        Args:
+            start: run start (aware datetime or epoch seconds); ``t_s = 0``. Use the wall time
+                of the instant whose ``monotonic_s`` is the event table's origin.
+            end: run end; a partial last bucket is dropped.
+
+        Raises:
+            ConfigError: ``end`` is before ``start``.
+            LagscaleError: a query failed.
+        """
+        start_s, end_s = _epoch_s(start), _epoch_s(end)
+        if end_s < start_s:
+            raise ConfigError(f"recorder: end {end_s!r} is before start {start_s!r} (epoch "
+                              "seconds); pass the run's start then its end")
+        steps = int(math.floor((end_s - start_s) / self.step_s + 1e-9))
+        grid_end = start_s + steps * self.step_s
+        results = {column: self.query_range(self.queries[column], start_s, grid_end)
+                   for column in QUERY_COLUMNS}
+        return timeline_from_results(results, start_s, steps, self.step_s)
+
+    def record(self, run_dir: str | os.PathLike[str], start: datetime | float,
+               end: datetime | float) -> pd.DataFrame:
+        """:meth:`timeline` saved with :func:`save_timeline` in ``run_dir``; returns it."""
+        table = self.timeline(start, end)
+        save_timeline(table, run_dir)
+        return table
+
+
+def save_timeline(timeline: pd.DataFrame, run_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Write ``timeline.parquet`` (for analysis) and ``timeline.csv`` (for humans) in ``run_dir``.
+
+    Returns:
+        ``(parquet_path, csv_path)``.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    parquet, csv = run_dir / "timeline.parquet", run_dir / "timeline.csv"
+    timeline.to_parquet(parquet, index=False)
+    timeline.to_csv(csv, index=False)
+    return parquet, csv
+
+
+def find_event_logs(run_dir: str | os.PathLike[str],
+                    pattern: str = "*.events.jsonl") -> list[Path]:
+    """Every event log of a run (``pattern`` matched recursively), merged log excluded."""
+    return sorted(p for p in Path(run_dir).rglob(pattern) if p.name != "events.jsonl")
+
+
+def merge_event_logs(paths: Iterable[str | os.PathLike[str]],
+                     out_path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """Merge JSONL event logs into one list ordered by ``monotonic_s`` and write it.
+
+    Args:
+        paths: the logs (controller, platform, replicas, producer), in any order; ties in
+            ``monotonic_s`` keep the order of ``paths`` then of lines. ``out_path`` itself is
+            skipped if listed. A torn last line is skipped (see ``read_events``).
+        out_path: the merged JSONL file (default: ``events.jsonl`` beside the first log).
+
+    Returns:
+        The records, as dicts, ordered by ``monotonic_s`` (seconds).
+
+    Raises:
+        ConfigError: a record lacks ``monotonic_s`` (file and line number given).
+    """
+    paths = [Path(p) for p in paths]
+    if out_path is None and not paths:
+        return []
+    out = Path(out_path) if out_path is not None else paths[0].parent / "events.jsonl"
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        if path.resolve() == out.resolve():
+            continue
+        for number, record in enumerate(read_events(path), start=1):
+            if not isinstance(record, dict) or "monotonic_s" not in record:
+                raise ConfigError(f"{path}: record {number} {record!r} lacks 'monotonic_s'; "
+                                  "write events with EventLog.emit")
+            records.append(record)
+    records.sort(key=lambda r: float(r["monotonic_s"]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with open(tmp, "w") as fh:
+        for record in records:
+            fh.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
+    os.replace(tmp, out)
+    return records
