@@ -112,9 +112,10 @@ def render_table(report: ProduceReport, max_rows: int = 40) -> Any:
 
     table = Table(title=f"{report.profile}: {report.topic} x {report.partitions} partitions, "
                         f"seed {report.seed}")
-    for name in ("step", "start s", "end s", "requested /s", "achieved /s", "records",
-                 "max delay ms", "kept up"):
-        table.add_column(name, justify="left" if name == "step" else "right")
+    for name in ("step", "start s", "end s", "req/s", "achieved/s", "records", "delay ms",
+                 "ok"):
+        table.add_column(name, justify="left" if name == "step" else "right",
+                         no_wrap=name == "step")
     for s in report.steps[:max_rows]:
         table.add_row(s.label, f"{s.start_s:g}", f"{s.end_s:g}", f"{s.requested_rate_per_s:,.0f}",
                       f"{s.achieved_rate_per_s:,.1f}", f"{s.sent_records:,}",
@@ -124,7 +125,8 @@ def render_table(report: ProduceReport, max_rows: int = 40) -> Any:
         table.add_row(f"... {len(rest)} more", "", "", "", "", f"{sum(s.sent_records for s in rest):,}",
                       f"{max(s.max_send_delay_s for s in rest) * 1000:,.1f}",
                       _verdict(all(s.kept_up for s in rest)))
-    table.caption = (f"sent {report.sent_records:,} of {report.requested_records:,}, acked "
+    table.caption = (f"req/s: requested rate; delay ms: max send delay; ok: kept up. "
+                     f"Sent {report.sent_records:,} of {report.requested_records:,}, acked "
                      f"{report.acked_records:,}, failed {report.failed_records:,}; max send delay "
                      f"{report.max_send_delay_s * 1000:,.1f} ms; kept up: "
                      f"{'yes' if report.kept_up else 'NO'}")

@@ -188,6 +188,11 @@ class KafkaLagTrigger:
             missing_partitions=tuple(p for p in considered if offsets[p][1] is None))
 
     def _considered(self, offsets: Offsets) -> list[int]:
+        """Partitions after partitionLimitation; none left, or a missing offset block, is an error.
+
+        Source: kedacore/keda pkg/scalers/kafka_scaler.go getTopicPartitions/isActivePartition
+        v2.20.2; specs/keda-hpa-semantics.md §1.2, §1.3 rule 1
+        """
         limitation = self.meta.partition_limitation
         partitions = sorted(p for p in offsets if limitation is None or p in limitation)
         if not partitions:
@@ -201,6 +206,8 @@ class KafkaLagTrigger:
     def _capped_total(self, total_lag: int, partition_count: int, partitions_with_lag: int) -> int:
         """The partition caps of §1.4 (allowIdleConsumers, limitToPartitionsWithLag, even distribution).
 
+        Source: kedacore/keda pkg/scalers/kafka_scaler.go getTotalLag v2.20.2;
+        specs/keda-hpa-semantics.md §1.4
         Quirk: the cap compares floor(totalLag / lagThreshold) with P, so T=10, P=3, lag 35 stays
         35 and the HPA may ask for 4 > P replicas; test id 1.4-quirk-floor-cap-35.
         """
