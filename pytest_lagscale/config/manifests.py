@@ -15,6 +15,32 @@ from pytest_lagscale.config.hpa import CpuHpaConfig, load_cpu_hpa
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig, load_scaled_object
 from pytest_lagscale.errors import ConfigError
 
+K8S_DIR = Path(__file__).resolve().parents[2] / "k8s"
+SCALES = ("ci", "full")
+
+
+def manifest_paths(scale: str, k8s_dir: str | Path | None = None) -> dict[str, Path]:
+    """The committed files for ``--lagscale-scale``: ``ci`` uses the ``-ci`` variants.
+
+    Args:
+        scale: ``ci`` or ``full``.
+        k8s_dir: directory holding the manifests (default: the repository's ``k8s/``).
+
+    Returns:
+        ``{'deployment': ..., 'scaled_object': ..., 'cpu_hpa': ...}``.
+
+    Raises:
+        ConfigError: unknown scale.
+    """
+    if scale not in SCALES:
+        raise ConfigError(f"'--lagscale-scale': got {scale!r}, expected one of ci, full in the command line; "
+                          f"use ci or full")
+    base = Path(k8s_dir) if k8s_dir is not None else K8S_DIR
+    suffix = "-ci" if scale == "ci" else ""
+    return {"deployment": base / "consumer-deployment.yaml",
+            "scaled_object": base / f"scaledobject{suffix}.yaml",
+            "cpu_hpa": base / f"hpa-cpu{suffix}.yaml"}
+
 
 @dataclass(frozen=True)
 class Manifests:

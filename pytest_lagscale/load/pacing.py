@@ -149,10 +149,14 @@ def _send_due(schedule: Schedule, source: EventSource, sink: Sink, clock: Clock,
         t_send = clock.now() - t0
         events["ts"] = wall_ns()
         sink.send(events)
+        t_done = clock.now() - t0  # the chunk's last record has been handed over now
+        # delay grows or shrinks linearly across a chunk: its extremes are the two ends
+        delay = max(t_send - schedule.send_time(sent),
+                    t_done - schedule.send_time(sent + len(events) - 1))
         st = stats[j]
         st.sent += len(events)
-        st.last_send_s = clock.now() - t0  # the chunk's last record is handed over now
-        st.max_delay_s = max(st.max_delay_s, t_send - schedule.send_time(sent))
+        st.last_send_s = t_done
+        st.max_delay_s = max(st.max_delay_s, delay)
         sent += len(events)
     return sent
 

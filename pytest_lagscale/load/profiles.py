@@ -251,7 +251,7 @@ def parse_profile(raw: Any, *, source: str = "<profile>",
 
 def _overrides(mapping: Mapping[str, Any] | None, source: str) -> ProfileOverrides:
     mapping = dict(mapping or {})
-    names = [f.name for f in fields(ProfileOverrides)]
+    names = [f.name for f in fields(ProfileOverrides) if f.name not in ("labels", "source")]
     unknown = [k for k in mapping if k not in names]
     if unknown:
         raise ConfigError([f"'{k}': unknown override (value {mapping[k]!r}); allowed: "
@@ -274,7 +274,7 @@ def _apply_overrides(raw: dict[str, Any], ov: ProfileOverrides, check: Checker) 
             allowed = "kinds 'steady', 'step'" if attr == "rate_per_s" else "kind 'step'"
             check.origins[label] = (label, ov.source)
             check.add(label, f"{value!r} does not apply to kind {kind!r}", allowed,
-                      f"drop {label} or edit the rates in {check.source}")
+                      f"drop {label} or edit {check.source}")
             continue
         if key is not None:
             raw[key] = value

@@ -117,6 +117,15 @@ KINDS: dict[str, dict[str, Any]] = {
 STEP_ENTRY: dict[str, Any] = {"at_s": REQUIRED, "rate_per_s": REQUIRED, "label": None}
 
 
+def _range_fix(spec: Number, value: float) -> str:
+    if value > spec.hi:
+        return f"lower it to {_fmt(spec.hi)} or less"
+    if value <= spec.lo or not value == value:
+        return f"raise it above {_fmt(spec.lo)}" if spec.lo_open else \
+            f"raise it to {_fmt(spec.lo)} or more"
+    return "set a value within the allowed range"  # pragma: no cover - unreachable
+
+
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
@@ -199,8 +208,7 @@ class Checker:
                      spec.allowed(), f"write {expected} {how}")
             return None
         if value != value or not spec.contains(value):  # NaN fails every range
-            self.add(path, f"{value!r} is out of range", spec.allowed(),
-                     "set a value within the allowed range")
+            self.add(path, f"{value!r} is out of range", spec.allowed(), _range_fix(spec, value))
             return None
         return value if spec.integer else float(value)
 

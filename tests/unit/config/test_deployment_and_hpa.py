@@ -7,7 +7,7 @@ import pytest
 from pytest_lagscale.config.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, ScalingRules, parse_behavior
 from pytest_lagscale.config.deployment import load_deployment, parse_deployment
 from pytest_lagscale.config.hpa import load_cpu_hpa, parse_cpu_hpa
-from pytest_lagscale.config.manifests import check_manifests, load_manifests
+from pytest_lagscale.config.manifests import check_manifests, load_manifests, manifest_paths
 from pytest_lagscale.errors import ConfigError
 
 from ._helpers import DELETE, K8S, committed, edited
@@ -161,3 +161,17 @@ def test_cross_file_disagreements() -> None:
         f"'spec.triggers[0].metadata.topic': got 'events', expected the Deployment's --topic ('orders', d.yaml) in "
         f"{source}; use the same topic in both files",
     ]
+
+
+@pytest.mark.parametrize(("scale", "suffix"), [pytest.param("ci", "-ci", id="ci"), pytest.param("full", "", id="full")])
+def test_manifest_paths_per_scale(scale: str, suffix: str) -> None:
+    paths = manifest_paths(scale)
+    assert paths["scaled_object"].name == f"scaledobject{suffix}.yaml"
+    assert all(path.is_file() for path in paths.values())
+    assert load_manifests(**paths).scaled_object is not None
+
+
+def test_manifest_paths_unknown_scale() -> None:
+    with pytest.raises(ConfigError) as info:
+        manifest_paths("huge")
+    assert str(info.value) == "'--lagscale-scale': got 'huge', expected one of ci, full in the command line; use ci or full"

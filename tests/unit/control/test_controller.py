@@ -149,3 +149,16 @@ def test_cpu_hpa_controller_from_committed_manifest() -> None:
     assert (sync.triggers[0].metric_value, sync.proposal, sync.replicas_after) == (98.0, 3, 3)
     missing = controller.sync(3.0, Observation(3))
     assert (missing.proposal, missing.reason) == (None, "FailedComputeMetricsReplicas")
+
+
+@pytest.mark.parametrize(("sync_offsets", "metric_value"), [
+    pytest.param({0: (5, 10), 1: (0, 0), 2: (0, 0)}, 0.0, id="1.3-quirk-persistent-state-shared-by-poll-and-sync"),
+    pytest.param({0: (6, 10), 1: (0, 0), 2: (0, 0)}, 4.0, id="1.3-committed-moved-counts-again"),
+])
+def test_1_3_exclude_persistent_lag_across_poll_and_sync(sync_offsets: dict, metric_value: float) -> None:
+    """The polling loop and the HPA's metric read share one scaler, so one poll marks lag persistent."""
+    controller = e2e_controller(excludePersistentLag="true", lagThreshold="10")
+    poll = controller.poll(0.0, Observation(1, {0: (5, 10), 1: (0, 0), 2: (0, 0)}))
+    sync = controller.sync(1.0, Observation(1, sync_offsets))
+    assert (poll.triggers[0].metric_value, sync.triggers[0].metric_value) == (5.0, metric_value)
+    assert asdict(poll)["triggers"][0]["partition_lag"] == {0: 5, 1: 0, 2: 0}
