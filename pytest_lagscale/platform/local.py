@@ -24,13 +24,16 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..clock import Clock, RealClock
 from ..errors import ConfigError, ReplicaError
 from ..eventlog import EventLog
 from ..kafka.embedded import free_port
 from ..process import ManagedProcess
+
+if TYPE_CHECKING:
+    from ..config.deployment import DeploymentConfig
 
 
 @dataclass(frozen=True)
@@ -332,3 +335,52 @@ class CpuSampler:
         for gone in set(self._last) - seen:
             del self._last[gone]
         return out
+
+
+#: Flags the local platform sets per replica (pods differ by IP; local replicas by port/path).
+PLATFORM_FLAGS = ("--replica-id", "--metrics-port", "--event-log", "--store")
+
+
+def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: str, *,
+                             flag_overrides: Mapping[str, str] | None = None,
+                             python: str | None = None) -> ReplicaTemplate:
+    """Turn the committed Deployment into a process template for this machine.
+
+    The container's ``python`` becomes this interpreter, ``--bootstrap`` becomes the running
+    broker, the per-replica flags (:data:`PLATFORM_FLAGS`) are left to :class:`LocalDeployment`,
+    and ``flag_overrides`` (e.g. ``{"--engine": "arrow"}``) replace or add flags.
+
+    Args:
+        deployment: the loaded ``k8s/consumer-deployment.yaml``.
+        bootstrap_servers: the broker the replicas must join.
+        flag_overrides: ``{"--flag": "value"}`` applied last.
+        python: interpreter for ``python`` in the command (default ``sys.executable``).
+    """
+    import sys
+
+    command_len = len(deployment.argv) - len(_args_of(deployment))
+    command = [python or sys.executable if part in ("python", "python3") else part
+               for part in deployment.argv[:command_len]]
+    flags: dict[str, str] = {}
+    for arg in deployment.argv[command_len:]:
+        key, _, value = arg.partition("=")
+        flags[key] = value
+    for key in PLATFORM_FLAGS:
+        flags.pop(key, None)
+    flags["--bootstrap"] = bootstrap_servers
+    flags.update(flag_overrides or {})
+    argv = tuple(command) + tuple(f"{k}={v}" for k, v in flags.items())
+    return ReplicaTemplate(
+        argv=argv, env=dict(deployment.env),
+        termination_grace_period_s=float(deployment.termination_grace_period_s),
+        readiness_path=deployment.readiness.path,
+        readiness_period_s=min(1.0, float(deployment.readiness.period_s)),
+        cpu_request_millicores=deployment.cpu_request_millicores)
+
+
+def _args_of(deployment: "DeploymentConfig") -> list[str]:
+    """The ``--flag=value`` tail of the container's argv (everything from the first flag)."""
+    for i, part in enumerate(deployment.argv):
+        if part.startswith("--"):
+            return list(deployment.argv[i:])
+    return []
