@@ -128,8 +128,14 @@ def _run(prof: Profile, bootstrap: str | None, out_dir: Path) -> int:
         console.print(f"producing {prof.name!r} to {prof.topic} on {bootstrap}: "
                       f"{len(schedule.steps)} steps, {schedule.total_records:,} records over "
                       f"{schedule.end_s:g} s (Ctrl-C stops early)")
+        def progress(elapsed_s: float, sent: int) -> None:
+            behind = schedule.due_count(elapsed_s) - sent
+            console.print(f"{elapsed_s:7.0f} s  sent {sent:,} of {schedule.total_records:,}"
+                          + (f"  [bold red]behind by {behind:,} records[/]" if behind > 0 else ""))
+
         with _stop_on_sigint() as stop:
-            result = produce_profile(prof, ProduceSettings(bootstrap), should_stop=stop)
+            result = produce_profile(prof, ProduceSettings(bootstrap), should_stop=stop,
+                                     progress=progress)
     manifest_path, report_path = write_run(result, out_dir)
     report = result.report
     console.print(render_table(report))

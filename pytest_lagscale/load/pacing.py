@@ -22,6 +22,8 @@ from .events import EventSource
 from .report import StepResult
 from .schedule import Schedule
 
+_MIN_SLEEP_S = 1e-6
+
 
 @runtime_checkable
 class Sink(Protocol):
@@ -44,12 +46,14 @@ class PacingOptions:
         delay_tolerance_s: a step with a larger send delay (seconds) did not keep up.
         rate_tolerance: a step achieving less than (1 - this) x its requested rate did not
             keep up (fraction).
+        progress_every_s: seconds between ``progress`` callbacks.
     """
 
     tick_s: float = 0.005
     max_chunk_records: int = 8192
     delay_tolerance_s: float = 1.0
     rate_tolerance: float = 0.05
+    progress_every_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ def run_open_model(
     options: PacingOptions = PacingOptions(),
     wall_ns: Callable[[], int] = time.time_ns,
     should_stop: Callable[[], bool] = lambda: False,
+    progress: Callable[[float, int], None] | None = None,
 ) -> PacingResult:
     """Send the schedule's records to ``sink`` at their scheduled times (open model).
 
@@ -108,6 +113,8 @@ def run_open_model(
         options: pacing tuning and the kept-up tolerances.
         wall_ns: wall-clock source for ``ts``, ns since the epoch.
         should_stop: polled every tick; True ends the run early (``interrupted``).
+        progress: called as ``progress(elapsed_s, sent_records)`` every
+            ``options.progress_every_s`` seconds.
 
     Returns:
         Per-step requested vs achieved rates, send delays and the kept-up verdicts.
@@ -115,6 +122,7 @@ def run_open_model(
     stats = [_StepStats() for _ in schedule.steps]
     started_wall_ns = wall_ns()
     t0, sent, last_tick, interrupted = clock.now(), 0, -math.inf, False
+    next_progress = options.progress_every_s
     while True:
         now = clock.now() - t0
         due = schedule.due_count(now)
@@ -129,10 +137,13 @@ def run_open_model(
         if should_stop():
             interrupted = True
             break
+        if progress is not None and now >= next_progress:
+            progress(now, sent)
+            next_progress += options.progress_every_s
         next_s = schedule.send_time(sent) if sent < schedule.total_records else schedule.end_s
         wake = max(next_s, last_tick + options.tick_s)
-        if wake > now:
-            clock.sleep(wake - now)
+        if wake > now:  # at least 1 us, so that float rounding cannot stall a fake clock
+            clock.sleep(max(wake - now, _MIN_SLEEP_S))
     steps = tuple(_step_result(schedule, j, st, options) for j, st in enumerate(stats))
     return PacingResult(steps, sent, clock.now() - t0, max(s.max_send_delay_s for s in steps),
                         started_wall_ns, interrupted)

@@ -7,8 +7,9 @@ the client rather than block the pacing loop. Records are partitioned by key wit
 ``murmur2_random`` partitioner, which is the Java client's default (murmur2 of the key bytes,
 positive, modulo the partition count), so Java and Python producers agree on placement.
 
-Each pacing chunk is encoded once (``ndarray.tobytes`` of the stamped events, keys as one
-big-endian array) and handed to ``Producer.produce`` record by record in a tight loop; delivery
+Each pacing chunk is encoded once (a void-dtype view of the stamped events turned into one
+``bytes`` per record by numpy, keys likewise from one big-endian array) and handed to
+``Producer.produce`` in a loop that runs in C (``map`` driven by ``deque.extend``); delivery
 reports go to a :class:`~.manifest.DeliveryTracker` and are served by ``poll(0)`` after every
 chunk. A full client queue makes the loop wait (``poll(0.005)``) and retry: the delay shows in
 the report as send delay, it is never hidden.
@@ -18,7 +19,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import time
+from collections import deque
+from itertools import repeat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -27,14 +31,17 @@ import numpy as np
 
 from ..clock import Clock, RealClock
 from ..errors import BrokerError
-from .events import EVENT_SIZE_BYTES, KEY_SIZE_BYTES, EventSource, encode_keys
+from .events import EVENT_SIZE_BYTES, KEY_SIZE_BYTES, EventSource
 from .manifest import DeliveryTracker, Manifest
-from .pacing import PacingOptions, run_open_model
+from .pacing import PacingOptions, PacingResult, run_open_model
 from .profiles import Profile
 from .report import ProduceReport
 from .schedule import Schedule
 
 log = logging.getLogger(__name__)
+_VALUE_VOID = np.dtype((np.void, EVENT_SIZE_BYTES))
+_KEY_VOID = np.dtype((np.void, KEY_SIZE_BYTES))
+_SECRET = re.compile(r"sasl|password|secret|token|key\.pem", re.IGNORECASE)
 
 PRODUCER_DEFAULTS: dict[str, Any] = {
     "acks": "all",
@@ -91,18 +98,15 @@ class KafkaSink:
 
     def send(self, events: np.ndarray) -> None:
         """Produce one record per event: key = big-endian entity_id, value = the 280 bytes."""
-        values, keys = events.tobytes(), encode_keys(events["entity_id"])
-        value_list = [values[i : i + EVENT_SIZE_BYTES] for i in range(0, len(values),
-                                                                       EVENT_SIZE_BYTES)]
-        key_list = [keys[i : i + KEY_SIZE_BYTES] for i in range(0, len(keys), KEY_SIZE_BYTES)]
-        produce, topic = self._producer.produce, self._topic
-        done = 0
-        try:
-            for value, key in zip(value_list, key_list):
-                produce(topic, value, key)
-                done += 1
+        events = np.ascontiguousarray(events)
+        values = events.view(_VALUE_VOID).tolist()  # one bytes object per record, in C
+        keys = events["entity_id"].astype(">u8").view(_KEY_VOID).tolist()
+        last: deque[tuple[int, None]] = deque(maxlen=1)
+        try:  # the loop runs in C: map() calls produce, deque.extend() drives it
+            last.extend(enumerate(map(self._producer.produce, repeat(self._topic), values,
+                                      keys)))
         except BufferError:
-            self._send_waiting(value_list, key_list, done)
+            self._send_waiting(values, keys, last[0][0] + 1 if last else 0)
         self._producer.poll(0)
 
     def _send_waiting(self, values: list[bytes], keys: list[bytes], start: int) -> None:
@@ -131,7 +135,8 @@ class ProduceResult:
 
 def produce_profile(profile: Profile, settings: ProduceSettings, *,
                     clock: Clock | None = None,
-                    should_stop: Callable[[], bool] = lambda: False) -> ProduceResult:
+                    should_stop: Callable[[], bool] = lambda: False,
+                    progress: Callable[[float, int], None] | None = None) -> ProduceResult:
     """Produce ``profile`` to its topic under the open model and wait for acknowledgements.
 
     Args:
@@ -139,6 +144,7 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
         settings: broker address and producer tuning.
         clock: pacing clock (default: ``RealClock``).
         should_stop: polled every tick; True ends the run early (report ``interrupted``).
+        progress: called as ``progress(elapsed_s, sent_records)`` every 10 s of the run.
 
     Returns:
         The per-step report and the per-partition manifest.
@@ -157,25 +163,35 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
     source.chunk(0)  # build the first block before the clock starts
     schedule = Schedule(profile.schedule())
     sink = KafkaSink(producer, profile.topic)
-    pacing = run_open_model(schedule, source, sink, clock or RealClock(),
-                            options=settings.pacing, should_stop=should_stop)
+    try:
+        pacing = run_open_model(schedule, source, sink, clock or RealClock(),
+                                options=settings.pacing, should_stop=should_stop,
+                                progress=progress)
+    except BaseException:
+        producer.purge()  # a crashed or killed run: drop what is queued, do not block
+        producer.flush(1.0)
+        raise
     flush_s = _flush(producer, settings.flush_timeout_s)
-    started_at = _utc(pacing.started_wall_ns)
-    report = ProduceReport(
-        profile=profile.name, topic=profile.topic, partitions=profile.partitions,
-        seed=profile.seed, started_at=started_at, elapsed_s=pacing.elapsed_s, flush_s=flush_s,
-        requested_records=schedule.total_records, sent_records=pacing.sent_records,
-        acked_records=tracker.acked, failed_records=tracker.failed,
-        max_send_delay_s=pacing.max_send_delay_s,
-        kept_up=pacing.kept_up and tracker.failed == 0 and not pacing.interrupted,
-        steps=pacing.steps, settings={k: v for k, v in config.items() if "sasl" not in k},
-        interrupted=pacing.interrupted)
-    manifest = tracker.manifest(topic=profile.topic, seed=profile.seed, profile=profile.name,
-                                created_at=_utc(time.time_ns()))
     if sink.queue_full_waits:
         log.warning("%s: the client queue was full %d times", profile.topic,
                     sink.queue_full_waits)
+    report = _report(profile, schedule, pacing, tracker, config, flush_s)
+    manifest = tracker.manifest(topic=profile.topic, seed=profile.seed, profile=profile.name,
+                                created_at=_utc(time.time_ns()))
     return ProduceResult(report, manifest)
+
+
+def _report(profile: Profile, schedule: Schedule, pacing: PacingResult, tracker: DeliveryTracker,
+            config: Mapping[str, Any], flush_s: float) -> ProduceReport:
+    return ProduceReport(
+        profile=profile.name, topic=profile.topic, partitions=profile.partitions,
+        seed=profile.seed, started_at=_utc(pacing.started_wall_ns), elapsed_s=pacing.elapsed_s,
+        flush_s=flush_s, requested_records=schedule.total_records,
+        sent_records=pacing.sent_records, acked_records=tracker.acked,
+        failed_records=tracker.failed, max_send_delay_s=pacing.max_send_delay_s,
+        kept_up=pacing.kept_up and tracker.failed == 0 and not pacing.interrupted,
+        steps=pacing.steps, interrupted=pacing.interrupted,
+        settings={k: v for k, v in config.items() if not _SECRET.search(k)})
 
 
 def write_run(result: ProduceResult, out_dir: str | Path) -> tuple[Path, Path]:

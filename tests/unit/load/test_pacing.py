@@ -109,3 +109,11 @@ def test_should_stop_ends_the_run_early_as_interrupted() -> None:
                             should_stop=lambda: clock.now() >= 1.0)
     assert result.interrupted and not result.kept_up
     assert 95 <= result.sent_records <= 102 and result.elapsed_s < 1.01
+
+
+def test_progress_is_reported_every_progress_every_s() -> None:
+    calls: list[tuple[float, int]] = []
+    _run(Schedule([Step(0.0, 3.0, 100.0, "a")]), options=PacingOptions(progress_every_s=1.0),
+         progress=lambda t, sent: calls.append((t, sent)))
+    assert [round(t, 3) for t, _ in calls] == [1.0, 2.0]  # none at the end: the run is over
+    assert [sent for _, sent in calls] == pytest.approx([101, 201], abs=1)

@@ -1,0 +1,56 @@
+"""The enrichment engine Protocol shared by the Spark and Arrow engines.
+
+Both engines compute the same columns from the same input (see :data:`ENRICHED_SCHEMA`):
+``bucket = pmod(entity_id, n_buckets)``, a left broadcast join with the dimension table on
+``bucket`` (adds ``segment`` and ``region``), and ``event_lag_ms = (processed_at_ns - ts_ns)
+/ 1e6``. Rows come back in input order (sorted by ``row``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import pyarrow as pa
+
+ENRICHED_SCHEMA = pa.schema(
+    [
+        ("row", pa.int32()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("seq", pa.int64()),
+        ("entity_id", pa.int64()),
+        ("ts_ns", pa.int64()),
+        ("bucket", pa.int32()),
+        ("segment", pa.string()),
+        ("region", pa.string()),
+        ("event_lag_ms", pa.float64()),
+        ("processed_at_ns", pa.int64()),
+    ]
+)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Turns a batch of decoded records into enriched rows.
+
+    Attributes:
+        name: ``spark`` or ``arrow``; recorded in the event log and the ``replica_info`` metric.
+    """
+
+    name: str
+
+    def start(self) -> "Engine":
+        """Bring the engine up (and warm it); returns self. Idempotent."""
+
+    def enrich(self, records: pa.Table) -> pa.Table:
+        """Enrich one batch.
+
+        Args:
+            records: :data:`spark_consumer.records.RECORD_SCHEMA` rows.
+
+        Returns:
+            :data:`ENRICHED_SCHEMA` rows, one per input row, in input order.
+        """
+
+    def stop(self) -> None:
+        """Release the engine (JVM, temp files). Idempotent."""
