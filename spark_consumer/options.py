@@ -205,7 +205,7 @@ def resolve(ns: argparse.Namespace, env: Mapping[str, str] | None = None) -> Con
     """
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
-    explicit: set[str] = set()
+    raws: dict[str, str] = {}
     problems: list[str] = []
     for flag in FLAGS:
         raw, source = getattr(ns, flag.dest), f"--{flag.name}"
@@ -214,34 +214,42 @@ def resolve(ns: argparse.Namespace, env: Mapping[str, str] | None = None) -> Con
         if raw is None:
             values[flag.dest] = flag.default
             continue
-        explicit.add(flag.dest)
         try:
             values[flag.dest] = flag.parse(raw)
         except ValueError:
             where = "" if source.startswith("--") else f" (from {source})"
             problems.append(f"--{flag.name}: {raw!r} is not {flag.allowed}{where}; "
-                            f"pass {flag.allowed}")
-    problems += _cross_checks(values, explicit)
+                            f"{_fix(flag.allowed)}")
+        raws[flag.dest] = raw
+    problems += _cross_checks(values, raws)
     if problems:
         raise ConfigError(problems)
     return _finish(values)
 
 
-def _cross_checks(values: dict[str, Any], explicit: set[str]) -> list[str]:
+def _fix(allowed: str) -> str:
+    if allowed.startswith("one of"):
+        return "pass one of those"
+    if ".." in allowed or "(0, " in allowed:
+        return "pass a value in that range"
+    return f"pass {allowed}"
+
+
+def _cross_checks(values: dict[str, Any], raws: dict[str, str]) -> list[str]:
     problems = []
     for required in ("bootstrap", "store"):
-        if required not in explicit:
+        if required not in raws:
             env = _FLAG_BY_DEST[required].env
             problems.append(f"--{required}: missing; pass --{required} or set {env}")
     balancer = values.get("balancer")
-    if balancer == "consumer" and values.get("session_timeout") is not None:
+    if balancer == "consumer" and "session_timeout" in raws:
         problems.append(
-            f"--session-timeout: {values['session_timeout']!r} is not allowed with "
+            f"--session-timeout: {raws['session_timeout']!r} is not allowed with "
             "--balancer consumer (KIP-848 session timeouts are broker settings); drop "
             "--session-timeout or choose a classic balancer")
-    if balancer != "consumer" and values.get("remote_assignor") is not None:
+    if balancer != "consumer" and "remote_assignor" in raws:
         problems.append(
-            f"--remote-assignor: {values['remote_assignor']!r} is only valid with --balancer "
+            f"--remote-assignor: {raws['remote_assignor']!r} is only valid with --balancer "
             f"consumer, not {balancer!r}; drop --remote-assignor or pass --balancer consumer")
     return problems
 

@@ -17,13 +17,14 @@ import datetime as dt
 import re
 import signal
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
 from ..cli import app, fail_usage
 from ..errors import BrokerError, ConfigError
 from .profiles import Profile, ProfileOverrides, load_profile
+from .schedule import Schedule
 
 EXIT_DELIVERY_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -114,7 +115,6 @@ def _run(prof: Profile, bootstrap: str | None, out_dir: Path) -> int:
     from ..kafka.admin import KafkaAdmin
     from .producer import ProduceSettings, produce_profile, write_run
     from .report import render_table
-    from .schedule import Schedule
 
     console = Console()
     with contextlib.ExitStack() as stack:
@@ -123,19 +123,14 @@ def _run(prof: Profile, bootstrap: str | None, out_dir: Path) -> int:
 
             console.print("starting an embedded Kafka broker ...")
             bootstrap = stack.enter_context(EmbeddedKafka()).bootstrap_servers
-        KafkaAdmin(bootstrap).create_topic(prof.topic, prof.partitions, exist_ok=True)
+        _ensure_topic(KafkaAdmin(bootstrap, timeout_s=30.0), prof)
         schedule = Schedule(prof.schedule())
         console.print(f"producing {prof.name!r} to {prof.topic} on {bootstrap}: "
                       f"{len(schedule.steps)} steps, {schedule.total_records:,} records over "
                       f"{schedule.end_s:g} s (Ctrl-C stops early)")
-        def progress(elapsed_s: float, sent: int) -> None:
-            behind = schedule.due_count(elapsed_s) - sent
-            console.print(f"{elapsed_s:7.0f} s  sent {sent:,} of {schedule.total_records:,}"
-                          + (f"  [bold red]behind by {behind:,} records[/]" if behind > 0 else ""))
-
         with _stop_on_sigint() as stop:
             result = produce_profile(prof, ProduceSettings(bootstrap), should_stop=stop,
-                                     progress=progress)
+                                     progress=_progress_printer(console, schedule))
     manifest_path, report_path = write_run(result, out_dir)
     report = result.report
     console.print(render_table(report))
@@ -146,6 +141,33 @@ def _run(prof: Profile, bootstrap: str | None, out_dir: Path) -> int:
     if report.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_DELIVERY_FAILED if report.acked_records < report.sent_records else 0
+
+
+def _ensure_topic(admin: Any, prof: Profile) -> None:
+    """Create the profile's topic unless it exists.
+
+    Raises:
+        BrokerError: the cluster did not answer within the admin timeout or refused.
+    """
+    from confluent_kafka import KafkaException
+
+    try:
+        admin.create_topic(prof.topic, prof.partitions, exist_ok=True)
+    except (TimeoutError, KafkaException) as exc:
+        raise BrokerError(f"'--bootstrap': {admin.bootstrap_servers!r} did not create topic "
+                          f"{prof.topic!r} within {admin.timeout_s:g} s ({exc!r}); check that "
+                          f"the cluster is up and reachable") from exc
+
+
+def _progress_printer(console: Any, schedule: Schedule) -> Callable[[float, int], None]:
+    """A progress callback printing records sent and, past 0.5 s, how far behind schedule."""
+
+    def progress(elapsed_s: float, sent: int) -> None:
+        late_s = elapsed_s - schedule.send_time(sent) if sent < schedule.total_records else 0.0
+        console.print(f"{elapsed_s:7.0f} s  sent {sent:,} of {schedule.total_records:,}"
+                      + (f"  [bold red]{late_s:.1f} s behind[/]" if late_s > 0.5 else ""))
+
+    return progress
 
 
 @contextlib.contextmanager

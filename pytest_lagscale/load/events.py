@@ -13,12 +13,15 @@ offset (B)  size B  field      meaning
 ==========  ======  =========  ========================================================
 
 Record key: ``entity_id`` as 8 bytes **big-endian** unsigned (``struct`` ``">Q"``), the encoding of
-Kafka's Java ``LongSerializer``, so Java tools and the default partitioners agree on it.
+Kafka's Java ``LongSerializer`` (a Java consumer reads it with ``LongDeserializer``).
+
+Consumers decode a batch of values with ``decode_events(values)`` (one ``numpy.frombuffer`` over
+the joined bytes, a structured array of ``EVENT_DTYPE``), or one value with ``decode_event``.
 
 Determinism: for one seed, the sequence of ``entity_id``, ``payload`` and ``seq`` values is fixed,
 whatever the batch sizes it is drawn in. ``ts`` is the only non-deterministic field: the producer
-stamps each batch with ``time.time_ns()`` just before handing it to the client (records sent in
-one pacing tick share a ``ts``).
+stamps each chunk with ``time.time_ns()`` just before handing it to the client (records of one
+chunk, at most 8192 sent in one 5 ms pacing tick, share a ``ts``).
 
 Keys: ``entity_id`` = rank - 1 of a bounded Zipf law over ``entities`` ranks (default 5,000,000,
 exponent 1.1): P(rank k) = k^-s / H(N, s). Entity 0 is the hottest. Sampling is inverse-CDF with

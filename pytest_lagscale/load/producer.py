@@ -157,7 +157,7 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
 
     tracker = DeliveryTracker(profile.partitions)
     config = settings.librdkafka_config()
-    producer = Producer({**config, "on_delivery": tracker.callback})
+    producer = Producer({**config, "on_delivery": tracker.callback, "logger": log})
     _check_topic(producer, profile, settings.metadata_timeout_s)
     source = EventSource(profile.seed, entities=profile.entities, zipf_s=profile.zipf_s)
     source.chunk(0)  # build the first block before the clock starts

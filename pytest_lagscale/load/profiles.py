@@ -236,8 +236,8 @@ def parse_profile(raw: Any, *, source: str = "<profile>",
     ov = overrides if isinstance(overrides, ProfileOverrides) else _overrides(overrides, source)
     check = Checker(source)
     raw = _apply_overrides(dict(raw), ov, check)
-    kind = raw.get("kind")
-    kind_spec = KINDS.get(kind, {}) if isinstance(kind, str) else {}
+    kind = _kind(raw)
+    kind_spec = KINDS.get(kind, {}) if kind else {}
     scope = f"kind '{kind}'" if kind_spec else "every kind"
     if not kind_spec:  # cannot tell kind-specific keys apart: accept all of them
         kind_spec = {k: None for spec in KINDS.values() for k in spec}
@@ -260,8 +260,14 @@ def _overrides(mapping: Mapping[str, Any] | None, source: str) -> ProfileOverrid
     return ProfileOverrides(**mapping)
 
 
-def _apply_overrides(raw: dict[str, Any], ov: ProfileOverrides, check: Checker) -> dict[str, Any]:
+def _kind(raw: Mapping[str, Any]) -> str | None:
+    """The profile's kind when it is a string (any string; validity is checked later)."""
     kind = raw.get("kind")
+    return kind if isinstance(kind, str) else None
+
+
+def _apply_overrides(raw: dict[str, Any], ov: ProfileOverrides, check: Checker) -> dict[str, Any]:
+    kind = _kind(raw)
     for attr in ("rate_per_s", *_STEP_ONLY, "seed", "partitions", "topic"):
         value = getattr(ov, attr)
         if value is None:
@@ -295,7 +301,7 @@ def _common(values: Mapping[str, Any], check: Checker, default_name: str) -> dic
         check.add("topic", f"{out['topic']!r} is not a valid topic name",
                   FIELDS["topic"].allowed(), "use only letters, digits, '.', '_' and '-'")
     kind = values["kind"]
-    if kind is not REQUIRED and kind not in KINDS:
+    if kind is not REQUIRED and check.text("kind", kind) is not None and kind not in KINDS:
         near = nearest(str(kind), list(KINDS))
         check.add("kind", f"{kind!r} is not a known kind", FIELDS["kind"].allowed(),
                   f"set kind to '{near}'" if near else "set kind to one of them")

@@ -26,8 +26,9 @@ class ArrowEngine:
 
     def enrich(self, records: pa.Table) -> pa.Table:
         bucket = pc.cast(pc.modulo(records.column("entity_id"), self._buckets), pa.int32())
-        lag_ns = pc.subtract(records.column("processed_at_ns"), records.column("ts_ns"))
-        lag_ms = pc.divide(pc.cast(lag_ns, pa.float64()), 1e6)
+        processed = pc.cast(records.column("processed_at_ns"), pa.float64(), safe=False)
+        event_time = pc.cast(records.column("ts_ns"), pa.float64(), safe=False)
+        lag_ms = pc.divide(pc.subtract(processed, event_time), 1e6)
         table = records.append_column("bucket", bucket).append_column("event_lag_ms", lag_ms)
         joined = table.join(self._dimension, keys="bucket", join_type="left outer")
         return joined.sort_by("row").select(ENRICHED_SCHEMA.names).cast(ENRICHED_SCHEMA)

@@ -2,8 +2,9 @@
 
 Both engines compute the same columns from the same input (see :data:`ENRICHED_SCHEMA`):
 ``bucket = pmod(entity_id, n_buckets)``, a left broadcast join with the dimension table on
-``bucket`` (adds ``segment`` and ``region``), and ``event_lag_ms = (processed_at_ns - ts_ns)
-/ 1e6``. Rows come back in input order (sorted by ``row``).
+``bucket`` (adds ``segment`` and ``region``), and ``event_lag_ms = (double(processed_at_ns) -
+double(ts_ns)) / 1e6`` (in doubles, so a bogus event time cannot overflow). Rows come back in
+input order (sorted by ``row``).
 """
 
 from __future__ import annotations

@@ -188,7 +188,8 @@ class _Plan:
             *(F.col(c) for c in ("row", "partition", "offset", "seq", "entity_id", "ts_ns",
                                  "processed_at_ns")),
             F.pmod(F.col("entity_id"), buckets).cast("int").alias("bucket"),
-            ((F.col("processed_at_ns") - F.col("ts_ns")) / F.lit(1e6)).alias("event_lag_ms"),
+            ((F.col("processed_at_ns").cast("double") - F.col("ts_ns").cast("double"))
+             / F.lit(1e6)).alias("event_lag_ms"),
         ]
         self._output = [F.col(c) for c in ENRICHED_SCHEMA.names]
 

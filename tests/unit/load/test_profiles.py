@@ -100,6 +100,10 @@ BAD = [
     pytest.param(Case(raw={**STEP, "kind": "stedy"}, expected=[
         "'kind': 'stedy' is not a known kind; allowed: one of 'steady', 'step', 'bursty', "
         "'sawtooth', 'steps'; source: p.yaml at kind; set kind to 'steady'"]), id="unknown-kind"),
+    pytest.param(Case(raw={**STEP, "kind": ["step"]}, overrides={"rate_per_s": 5}, expected=[
+        "'kind': ['step'] is a list, not a string; allowed: one of 'steady', 'step', 'bursty', "
+        "'sawtooth', 'steps'; source: p.yaml at kind; quote the value"]),
+        id="kind-not-a-string"),
     pytest.param(Case(raw={**STEP, "spike_mult": 3}, expected=[
         "'spike_mult': unknown key (value 3); allowed: keys kind, seed, partitions, duration_s, "
         "topic, name, description, entities, zipf_s, baseline_rate_per_s, spike_multiplier, "

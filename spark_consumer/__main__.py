@@ -1,0 +1,63 @@
+"""``python -m spark_consumer`` / ``spark-consumer``: run one replica until SIGTERM.
+
+Exit codes: 0 after a clean drain (or a stop before joining), 1 on a fatal error or a drain
+that outlived ``--drain-timeout``, 2 for invalid flags (nothing started, nothing joined).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from pytest_lagscale.clock import RealClock
+from pytest_lagscale.errors import ConfigError
+
+from .dimension import load_dimension
+from .engine import make_engine
+from .eventlog import EventLog
+from .metrics import ReplicaMetrics
+from .options import ConsumerOptions, parse_options
+from .replica import Replica, ReplicaParts
+from .store import ParquetStore
+
+PROG = "spark-consumer"
+EXIT_USAGE = 2
+
+
+def build_replica(opts: ConsumerOptions) -> Replica:
+    """Wire a replica from validated options (nothing is started).
+
+    Raises:
+        ConfigError: the dimension table or the store directory is unusable.
+    """
+    dimension = load_dimension(opts.dimension)
+    try:
+        store = ParquetStore(opts.store, opts.replica_id)
+    except OSError as exc:
+        raise ConfigError(f"--store: {str(opts.store)!r} cannot be created ({exc}); pass a "
+                          "writable directory") from exc
+    clock = RealClock()
+    events = EventLog(opts.replica_id, opts.event_log, clock)
+    parts = ReplicaParts(opts=opts, engine=make_engine(opts.engine, dimension, opts.replica_id),
+                         events=events, metrics=ReplicaMetrics(clock), store=store, clock=clock)
+    return Replica(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse flags, run a replica, return its exit code (2 for bad flags)."""
+    try:
+        opts = parse_options(argv)
+        replica = build_replica(opts)
+    except ConfigError as exc:
+        for line in exc.problems:
+            print(f"{PROG}: error: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    replica.install_signal_handlers()
+    try:
+        return replica.run()
+    finally:
+        replica.p.events.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""The replica's life: start, join, poll-process-commit, drain on SIGTERM, close, exit.
+
+Drain. SIGTERM or SIGINT sets a stop flag and arms a watchdog of ``--drain-timeout`` seconds.
+The poll loop stops fetching; a batch in progress finishes the write waves in flight, writes the
+finished prefix and commits exactly it; ``close()`` then runs the final revoke callback (which
+retries any pending commit) and leaves the group. Static members (``--instance-id``) do not
+leave: classic groups keep their partitions until the session timeout, KIP-848 groups get a
+temporary leave (epoch -2) — a restart within the timeout gets the same partitions back without
+a rebalance. The engine stops last; exit code 0. If the watchdog fires first, the replica exits
+1 at once (``drain_timeout`` event); whatever was processed and not committed is reprocessed by
+the next owner, as after SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from pytest_lagscale.clock import Clock, RealClock
+
+from .engine import Engine
+from .eventlog import EventLog
+from .group import (
+    GroupConsumer,
+    MembershipProbe,
+    OffsetCommitter,
+    RebalanceHandler,
+    consumer_config,
+    describe_members,
+)
+from .metrics import MetricsServer, ReplicaMetrics
+from .options import ConsumerOptions
+from .pipeline import BatchProcessor, WriteSimulator
+from .store import ParquetStore
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _make_consumer(config: dict[str, Any]) -> GroupConsumer:
+    from confluent_kafka import Consumer
+
+    return Consumer(config)
+
+
+@dataclass
+class ReplicaParts:
+    """What a replica is built from (tests swap the engine, consumer factory and clock)."""
+
+    opts: ConsumerOptions
+    engine: Engine
+    events: EventLog
+    metrics: ReplicaMetrics
+    store: ParquetStore
+    clock: Clock
+    make_consumer: Callable[[dict[str, Any]], GroupConsumer] = _make_consumer
+    describe_members: Callable[[], set[str]] | None = None
+    serve_http: bool = True
+
+
+class Replica:
+    """One consumer replica; :meth:`run` returns the process exit code."""
+
+    def __init__(self, parts: ReplicaParts):
+        self.p = parts
+        self.opts = parts.opts
+        self.stop_requested = threading.Event()
+        self._engine_ready = False
+        self._watchdog: threading.Timer | None = None
+        self._fatal: str | None = None
+        self.handler: RebalanceHandler | None = None
+        self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
+                                    self.opts.metrics_port)
+
+    # -- signals and readiness -------------------------------------------------------------
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT start the drain (main thread only)."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.stop_requested.is_set():
+            return
+        self.stop_requested.set()
+        self.p.metrics.ready.set(0)
+        self.p.events.emit("sigterm", signal=signal.Signals(signum).name)
+        self._watchdog = threading.Timer(self.opts.drain_timeout_s, self._drain_expired)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _drain_expired(self) -> None:
+        joined = self.handler is not None and self.handler.joined
+        code = EXIT_FAILED if joined else EXIT_OK
+        self.p.events.emit("drain_timeout", timeout_s=self.opts.drain_timeout_s, code=code)
+        os._exit(code)
+
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, reason) for ``GET /ready``: engine up and first assignment received."""
+        if not self._engine_ready:
+            return False, f"{self.opts.replica_id}: engine {self.opts.engine} starting"
+        if self.handler is None or not self.handler.joined:
+            return False, f"{self.opts.replica_id}: waiting for the first assignment"
+        if self.stop_requested.is_set():
+            return False, f"{self.opts.replica_id}: draining"
+        return True, f"{self.opts.replica_id}: ready"
+
+    # -- life ------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Start, consume until stopped, drain and close; returns the exit code."""
+        ev, opts = self.p.events, self.opts
+        ev.emit("started", engine=opts.engine, balancer=opts.balancer, group=opts.group,
+                topic=opts.topic, commit=opts.commit, instance_id=opts.instance_id,
+                process_ms=opts.process_ms, inflight=opts.inflight, max_batch=opts.max_batch)
+        self.p.metrics.info.info({
+            "replica_id": opts.replica_id, "engine": opts.engine, "balancer": opts.balancer,
+            "group": opts.group, "topic": opts.topic, "commit": opts.commit,
+            "instance_id": opts.instance_id or ""})
+        try:
+            self._start_server()
+            if not self._start_engine():
+                return self._exit(EXIT_FAILED)
+            if self.stop_requested.is_set():
+                return self._exit(EXIT_OK, engine=True)
+            return self._exit(self._consume(), engine=True)
+        finally:
+            self.server.stop()
+
+    def _start_server(self) -> None:
+        if self.p.serve_http:
+            self.server.start()
+        port = self.server.port
+        if self.opts.port_file is not None:
+            tmp = Path(f"{self.opts.port_file}.tmp")
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(f"{port}\n")
+            os.replace(tmp, self.opts.port_file)
+        self.p.events.emit("metrics_listening", host=self.opts.metrics_host, port=port)
+
+    def _start_engine(self) -> bool:
+        t0 = self.p.clock.now()
+        try:
+            self.p.engine.start()
+        except Exception as exc:  # anything the JVM or pyspark raises is fatal here
+            self.p.events.emit("error", where="engine_start", error=repr(exc))
+            return False
+        startup_s = round(self.p.clock.now() - t0, 3)
+        self._engine_ready = True
+        self.p.events.emit("engine_ready", engine=self.p.engine.name, startup_s=startup_s)
+        if self.p.engine.name == "spark":
+            self.p.events.emit("spark_ready", startup_s=startup_s)
+        return True
+
+    def _consume(self) -> int:
+        ev, m = self.p.events, self.p.metrics
+        conf = {**consumer_config(self.opts), "error_cb": self._on_kafka_error}
+        consumer = self.p.make_consumer(conf)
+        committer = OffsetCommitter(consumer, self.opts.topic, self.opts.commit, m, ev)
+        self.handler = RebalanceHandler(committer, m, ev, self.p.clock, self._on_joined)
+        consumer.subscribe([self.opts.topic], on_assign=self.handler.on_assign,
+                           on_revoke=self.handler.on_revoke, on_lost=self.handler.on_lost)
+        ev.emit("subscribed", topic=self.opts.topic, group=self.opts.group)
+        processor = BatchProcessor(
+            self.p.engine, self.p.store,
+            WriteSimulator(self.opts.process_ms, self.opts.inflight, self.p.clock), m,
+            self.p.clock, on_first_record=lambda: ev.emit("first_record"))
+        code = self._poll_loop(consumer, processor, committer)
+        self._close(consumer, committer)
+        return code
+
+    def _poll_loop(self, consumer: GroupConsumer, processor: BatchProcessor,
+                   committer: OffsetCommitter) -> int:
+        wait_s = self.opts.batch_wait_ms / 1000.0
+        probe = self._probe(consumer)
+        while not self.stop_requested.is_set() and self._fatal is None:
+            messages = consumer.consume(self.opts.max_batch, wait_s)
+            if probe is not None and self.handler is not None and not self.handler.joined:
+                if probe.joined():
+                    self.handler.mark_joined(via="describe_group")
+            good = [msg for msg in messages if not self._is_error(msg)]
+            if not good:
+                continue
+            self.p.metrics.inflight.set(len(good))
+            try:
+                outcome = processor.process(good, self.stop_requested.is_set)
+            except Exception as exc:  # engine or store failure: stop without committing
+                self.p.events.emit("error", where="batch", error=repr(exc))
+                self.p.metrics.inflight.set(0)
+                return EXIT_FAILED
+            committer.commit(outcome.offsets, outcome.records_done)
+            self.p.metrics.inflight.set(0)
+        if self._fatal is not None:
+            self.p.events.emit("error", where="kafka", error=self._fatal)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    def _probe(self, consumer: GroupConsumer) -> MembershipProbe | None:
+        if self.opts.balancer != "consumer":
+            return None  # classic groups always call on_assign, with an empty list if need be
+        describe = self.p.describe_members or describe_members(self.opts.bootstrap,
+                                                               self.opts.group)
+        member_id = getattr(consumer, "memberid", lambda: None)
+        return MembershipProbe(member_id, describe, self.p.clock)
+
+    def _close(self, consumer: GroupConsumer, committer: OffsetCommitter) -> None:
+        self.p.events.emit("drained", pending_offsets={str(k): v for k, v in
+                                                       sorted(committer.pending.items())})
+        if self.handler is not None:
+            self.handler.closing = True
+        consumer.close()
+        self.p.events.emit("closed", left_group=self.opts.instance_id is None,
+                           static_member=self.opts.instance_id is not None)
+
+    def _exit(self, code: int, engine: bool = False) -> int:
+        if engine:
+            try:
+                self.p.engine.stop()
+            except Exception as exc:  # the exit code already says what matters
+                self.p.events.emit("error", where="engine_stop", error=repr(exc))
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self.p.events.emit("exited", code=code)
+        return code
+
+    # -- callbacks -------------------------------------------------------------------------
+    def _on_joined(self) -> None:
+        self.p.metrics.ready.set(1)
+        self.p.events.emit("ready")
+
+    def _on_kafka_error(self, err: Any) -> None:
+        fatal = bool(getattr(err, "fatal", lambda: False)())
+        self.p.events.emit("kafka_error", error=str(err), fatal=fatal)
+        if fatal:
+            self._fatal = str(err)
+
+    def _is_error(self, msg: Any) -> bool:
+        err = msg.error()
+        if err is None:
+            return False
+        self._on_kafka_error(err)
+        return True

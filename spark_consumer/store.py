@@ -1,0 +1,88 @@
+"""The downstream store: one Parquet file per processed batch per replica.
+
+Files are ``<store>/<replica_id>/<incarnation>-<batch:06d>.parquet``, written to a dot-prefixed
+temporary name and renamed, so a reader (``pyarrow.parquet.read_table(store)`` or Spark) never
+sees a torn file: dot-prefixed files are ignored by both. ``incarnation`` is the replica
+process's start time, so a restarted replica with the same id never overwrites earlier files.
+
+Rows (:data:`STORE_SCHEMA`, one per processed record): partition int32, offset int64, seq int64,
+entity_id int64, ts_ns int64 (event time, ns since the epoch), bucket int32, segment string,
+region string, event_lag_ms float64, processed_at_ns int64 (batch enrichment time),
+written_at_ns int64 (end of the record's simulated write), replica_id string.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+STORE_SCHEMA = pa.schema(
+    [
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("seq", pa.int64()),
+        ("entity_id", pa.int64()),
+        ("ts_ns", pa.int64()),
+        ("bucket", pa.int32()),
+        ("segment", pa.string()),
+        ("region", pa.string()),
+        ("event_lag_ms", pa.float64()),
+        ("processed_at_ns", pa.int64()),
+        ("written_at_ns", pa.int64()),
+        ("replica_id", pa.string()),
+    ]
+)
+
+
+class ParquetStore:
+    """Writes batches of enriched rows as Parquet files for one replica.
+
+    Args:
+        root: the store directory (created).
+        replica_id: subdirectory and ``replica_id`` column value.
+        incarnation: file name prefix; default: this process's start time in ns.
+    """
+
+    def __init__(self, root: str | Path, replica_id: str, incarnation: str | None = None):
+        self.root = Path(root)
+        self.replica_id = replica_id
+        self.incarnation = incarnation or f"{time.time_ns():d}"
+        self._dir = self.root / replica_id
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._batches = 0
+
+    def write(self, enriched: pa.Table, written_at_ns: np.ndarray) -> Path:
+        """Append one batch.
+
+        Args:
+            enriched: :data:`spark_consumer.engine.ENRICHED_SCHEMA` rows.
+            written_at_ns: int64 per row, end of its simulated write (ns since the epoch).
+
+        Returns:
+            The path of the new file.
+        """
+        n = enriched.num_rows
+        table = enriched.append_column("written_at_ns", pa.array(written_at_ns, pa.int64()))
+        table = table.append_column("replica_id",
+                                    pa.repeat(pa.scalar(self.replica_id, pa.string()), n))
+        table = table.select(STORE_SCHEMA.names).cast(STORE_SCHEMA)
+        self._batches += 1
+        name = f"{self.incarnation}-{self._batches:06d}.parquet"
+        tmp = self._dir / f".{name}.tmp"
+        pq.write_table(table, tmp, compression="snappy")
+        final = self._dir / name
+        os.replace(tmp, final)
+        return final
+
+
+def read_store(root: str | Path) -> pa.Table:
+    """Every row in the store (all replicas, all batches); empty table when there is none."""
+    files = sorted(p for p in Path(root).rglob("*.parquet") if not p.name.startswith("."))
+    if not files:
+        return STORE_SCHEMA.empty_table()
+    return pa.concat_tables(pq.read_table(f, schema=STORE_SCHEMA) for f in files)

@@ -1,0 +1,157 @@
+"""The consumer replica against the embedded broker: group split, drain, kill, bad flags.
+
+Each test uses its own topic and group. Multi-replica tests run ``--engine arrow`` (three
+SparkSessions do not fit a 2-core CI machine); the Spark engine runs end to end in
+test_consumer_spark.py. The downstream store is read back with pyarrow and reconciled with
+what was produced: lost = produced (partition, offset) pairs missing, duplicated = extra rows.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from pytest_lagscale.kafka.admin import KafkaAdmin
+from spark_consumer.store import read_store
+from spark_consumer.testing import (
+    ReplicaProcess,
+    produce_events,
+    store_counts,
+    wait_all_committed,
+)
+
+pytestmark = pytest.mark.integration
+PARTITIONS = 24
+ARROW = ("--engine", "arrow")
+
+
+@pytest.fixture
+def admin(kafka_cluster) -> KafkaAdmin:
+    return KafkaAdmin(kafka_cluster.bootstrap_servers)
+
+
+@pytest.fixture
+def replicas(kafka_cluster, tmp_path: Path, request) -> Iterator[Callable[..., ReplicaProcess]]:
+    """Factory of started replicas on this test's topic/group; all stopped at teardown."""
+    started: list[ReplicaProcess] = []
+    name = re.sub(r"[^A-Za-z0-9.-]+", "-", request.node.name).strip("-")[:200]
+
+    def start(replica_id: str, *args: str) -> ReplicaProcess:
+        rp = ReplicaProcess(replica_id, kafka_cluster.bootstrap_servers, name,
+                            tmp_path / "store", tmp_path,
+                            ["--group", f"g-{name}", "--drain-timeout", "20", *args])
+        started.append(rp)
+        return rp.start()
+
+    start.topic = name  # type: ignore[attr-defined]
+    start.group = f"g-{name}"  # type: ignore[attr-defined]
+    yield start
+    for rp in reversed(started):
+        rp.stop(30)
+
+
+def _reconcile(store: Path, produced: int) -> tuple[int, int]:
+    table = read_store(store)
+    distinct, dups = store_counts(zip(table.column("partition").to_pylist(),
+                                      table.column("offset").to_pylist()))
+    return produced - distinct, dups
+
+
+@pytest.mark.parametrize("balancer", ["range", "roundrobin", "cooperative-sticky", "consumer"])
+def test_three_replicas_split_24_partitions_and_process_exactly_what_was_produced(
+        admin, replicas, kafka_cluster, tmp_path, balancer: str) -> None:
+    admin.create_topic(replicas.topic, PARTITIONS)
+    produced = produce_events(kafka_cluster.bootstrap_servers, replicas.topic, 12_000, PARTITIONS)
+    group = [replicas(f"r{i}", *ARROW, "--balancer", balancer, "--process-ms", "1",
+                      "--inflight", "20", "--max-batch", "500") for i in range(3)]
+    for rp in group:
+        rp.wait_ready(60)
+    produced += produce_events(kafka_cluster.bootstrap_servers, replicas.topic, 12_000,
+                               PARTITIONS, first_seq=produced)
+    wait_all_committed(admin, replicas.group, replicas.topic, group, 90)
+    deadline = time.monotonic() + 30
+    while True:  # assignments settle once every member has joined
+        counts = [rp.metrics()["assigned_partitions"] for rp in group]
+        if counts == [8.0, 8.0, 8.0] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert counts == [8.0, 8.0, 8.0], f"{balancer}: assigned partitions per replica {counts}"
+    for rp in group:
+        assert rp.stop(30) == "terminated" and rp.process.popen.returncode == 0, rp.tail()
+    lost, dups = _reconcile(tmp_path / "store", produced)
+    assert (lost, dups) == (0, 0), f"{balancer}: lost {lost}, duplicated {dups}"
+
+
+def _produce_in_background(bootstrap: str, topic: str, batches: int, per_batch: int,
+                           pause_s: float) -> tuple[threading.Thread, list[int]]:
+    produced = [0]
+
+    def run() -> None:
+        for _ in range(batches):
+            produced[0] += produce_events(bootstrap, topic, per_batch, PARTITIONS,
+                                          first_seq=produced[0])
+            time.sleep(pause_s)
+
+    thread = threading.Thread(target=run, name="producer", daemon=True)
+    thread.start()
+    return thread, produced
+
+
+def test_sigterm_mid_stream_drains_and_the_group_loses_and_duplicates_nothing(
+        admin, replicas, kafka_cluster, tmp_path) -> None:
+    admin.create_topic(replicas.topic, PARTITIONS)
+    group = [replicas(f"r{i}", *ARROW, "--process-ms", "2", "--inflight", "10",
+                      "--max-batch", "1000") for i in range(3)]
+    for rp in group:
+        rp.wait_ready(60)
+    thread, produced = _produce_in_background(kafka_cluster.bootstrap_servers, replicas.topic,
+                                              batches=10, per_batch=3000, pause_s=0.5)
+    victim = group[1]
+    victim.wait_for("records in flight", lambda: victim.metrics()["inflight"] > 0, 30, 0.02)
+    t0 = time.monotonic()
+    assert victim.stop(20) == "terminated"
+    assert victim.process.popen.returncode == 0, victim.tail()
+    assert time.monotonic() - t0 < 20
+    names = victim.event_names()
+    assert names[-5:] == ["sigterm", "drained", "revoked", "closed", "exited"], names[-8:]
+    thread.join(60)
+    wait_all_committed(admin, replicas.group, replicas.topic, group, 90)
+    lost, dups = _reconcile(tmp_path / "store", produced[0])
+    assert (lost, dups) == (0, 0), f"after SIGTERM: lost {lost}, duplicated {dups}"
+
+
+def test_sigkill_mid_stream_loses_nothing_and_duplicates_at_most_one_batch(
+        admin, replicas, kafka_cluster, tmp_path) -> None:
+    admin.create_topic(replicas.topic, PARTITIONS)
+    max_batch = 1000
+    group = [replicas(f"r{i}", *ARROW, "--process-ms", "2", "--inflight", "10",
+                      "--max-batch", str(max_batch), "--session-timeout", "4")
+             for i in range(3)]
+    for rp in group:
+        rp.wait_ready(60)
+    thread, produced = _produce_in_background(kafka_cluster.bootstrap_servers, replicas.topic,
+                                              batches=10, per_batch=3000, pause_s=0.5)
+    victim = group[1]
+    victim.wait_for("records in flight", lambda: victim.metrics()["inflight"] > 0, 30, 0.02)
+    assert victim.stop(0, graceful=False) == "killed"
+    assert victim.process.popen.returncode == -9
+    thread.join(60)
+    wait_all_committed(admin, replicas.group, replicas.topic, group, 120)
+    lost, dups = _reconcile(tmp_path / "store", produced[0])
+    assert lost == 0, f"after SIGKILL: lost {lost}"
+    assert dups <= max_batch, f"after SIGKILL: {dups} duplicates > one batch ({max_batch})"
+
+
+def test_bad_flag_exits_2_naming_flag_and_range_and_joins_nothing(
+        admin, replicas, kafka_cluster) -> None:
+    admin.create_topic(replicas.topic, 1)
+    rp = replicas("bad", *ARROW, "--inflight", "0")
+    assert rp.wait_exit(30) == 2
+    assert "--inflight: '0' is not a whole number of records in 1..100000" in rp.tail()
+    assert rp.events() == []
+    assert admin.committed_offsets(replicas.group, replicas.topic) == {0: -1}

@@ -1,0 +1,118 @@
+"""Fakes of the Kafka pieces a replica touches (checked against spark_consumer.group.GroupConsumer)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.load.events import EVENT_DTYPE, encode_events
+
+
+class FakeMessage:
+    """A ``confluent_kafka.Message`` stand-in."""
+
+    def __init__(self, partition: int, offset: int, value: bytes | None, error: Any = None):
+        self._p, self._o, self._v, self._e = partition, offset, value, error
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def value(self) -> bytes | None:
+        return self._v
+
+    def error(self) -> Any:
+        return self._e
+
+
+def event_values(n: int, *, first_seq: int = 0, ts_ns: int = 1_000_000_000,
+                 entity_ids: np.ndarray | None = None) -> list[bytes]:
+    """``n`` encoded 280-byte events with seq first_seq.. and entity_id = seq * 7 by default."""
+    ev = np.zeros(n, dtype=EVENT_DTYPE)
+    ev["seq"] = np.arange(first_seq, first_seq + n, dtype=np.uint64)
+    ev["entity_id"] = ev["seq"] * 7 if entity_ids is None else entity_ids
+    ev["ts"] = ts_ns
+    raw = encode_events(ev)
+    return [raw[i * 280:(i + 1) * 280] for i in range(n)]
+
+
+def messages(spec: list[tuple[int, int]], *, first_seq: int = 0) -> list[FakeMessage]:
+    """Messages for ``[(partition, offset), ...]`` carrying consecutive events."""
+    values = event_values(len(spec), first_seq=first_seq)
+    return [FakeMessage(p, o, v) for (p, o), v in zip(spec, values)]
+
+
+@dataclass
+class FakeTopicPartition:
+    topic: str
+    partition: int
+    offset: int = -1001
+    error: Any = None
+
+
+@dataclass
+class FakeConsumer:
+    """Serves scripted batches; the first consume() assigns ``partitions``.
+
+    ``fail_commits`` makes that many next synchronous commits raise.
+    """
+
+    partitions: list[int]
+    batches: list[list[FakeMessage]] = field(default_factory=list)
+    clock: FakeClock | None = None
+    fail_commits: int = 0
+    on_consume: Callable[["FakeConsumer"], None] | None = None
+    commits: list[dict[int, int]] = field(default_factory=list)
+    stored: list[dict[int, int]] = field(default_factory=list)
+    closed: bool = False
+    callbacks: dict[str, Callable] = field(default_factory=dict)
+    topics: list[str] = field(default_factory=list)
+    consumed: int = 0
+
+    def subscribe(self, topics: list[str], on_assign: Callable = None, on_revoke: Callable = None,
+                  on_lost: Callable = None) -> None:
+        self.topics = topics
+        self.callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        self.consumed += 1
+        if self.consumed == 1:
+            self.callbacks["assign"](self, [FakeTopicPartition("t", p) for p in self.partitions])
+        if self.on_consume is not None:
+            self.on_consume(self)
+        if self.batches:
+            return self.batches.pop(0)
+        if self.clock is not None:
+            self.clock.advance(max(timeout, 0))
+        return []
+
+    def commit(self, message: Any = None, offsets: Any = None, asynchronous: bool = True) -> Any:
+        assert asynchronous is False, "replica commits synchronously"
+        if self.fail_commits:
+            self.fail_commits -= 1
+            raise RuntimeError("KafkaError{code=REBALANCE_IN_PROGRESS}")
+        self.commits.append({tp.partition: tp.offset for tp in offsets})
+        return [FakeTopicPartition(tp.topic, tp.partition, tp.offset) for tp in offsets]
+
+    def store_offsets(self, message: Any = None, offsets: Any = None) -> None:
+        self.stored.append({tp.partition: tp.offset for tp in offsets})
+
+    def close(self) -> None:
+        if self.callbacks.get("revoke") and self.partitions:
+            self.callbacks["revoke"](self, [FakeTopicPartition("t", p) for p in self.partitions])
+        self.closed = True
+
+    def memberid(self) -> str:
+        return "member-1"
+
+
+def wall_ns_from(clock: FakeClock, epoch_ns: int = 2_000_000_000_000_000_000) -> Callable[[], int]:
+    """A wall clock in ns that follows ``clock`` (tests never read the real time)."""
+    return lambda: epoch_ns + int(clock.now() * 1e9)
+
+

@@ -1,0 +1,180 @@
+"""A whole replica life against a fake consumer and a fake clock (no broker, no sockets)."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+
+import pytest
+
+from pytest_lagscale.clock import FakeClock
+from spark_consumer.dimension import load_dimension
+from spark_consumer.engine import make_engine
+from spark_consumer.eventlog import EventLog, read_events
+from spark_consumer.metrics import ReplicaMetrics
+from spark_consumer.options import DEFAULT_DIMENSION, parse_options
+from spark_consumer.replica import Replica, ReplicaParts
+from spark_consumer.store import ParquetStore, read_store
+
+from .fakes import FakeConsumer, messages
+
+
+class SignalClock(FakeClock):
+    """A fake clock that delivers SIGTERM to the replica when it passes ``at_s``."""
+
+    def __init__(self, at_s: float | None = None):
+        super().__init__()
+        self.at_s, self.replica = at_s, None
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if self.at_s is not None and self.now() >= self.at_s and self.replica is not None:
+            self.at_s = None
+            self.replica._on_signal(signal.SIGTERM, None)
+
+
+def _replica(tmp_path, consumer: FakeConsumer, clock: FakeClock, *extra: str,
+             engine=None) -> Replica:
+    opts = parse_options(["--bootstrap", "x:1", "--store", str(tmp_path / "store"),
+                          "--engine", "arrow", "--replica-id", "r-1", "--process-ms", "10",
+                          "--inflight", "2", "--event-log", str(tmp_path / "events.jsonl"),
+                          *extra], env={})
+    consumer.clock = clock
+    parts = ReplicaParts(
+        opts=opts, engine=engine or make_engine("arrow", load_dimension(DEFAULT_DIMENSION)),
+        events=EventLog("r-1", opts.event_log, clock, echo=io.StringIO()),
+        metrics=ReplicaMetrics(clock), store=ParquetStore(opts.store, "r-1", "1"),
+        clock=clock, make_consumer=lambda conf: consumer, serve_http=False)
+    replica = Replica(parts)
+    if isinstance(clock, SignalClock):
+        clock.replica = replica
+    return replica
+
+
+def _stop_after(n_consumes: int):
+    def hook(consumer: FakeConsumer) -> None:
+        if consumer.consumed > n_consumes:
+            hook.replica._on_signal(signal.SIGTERM, None)
+    return hook
+
+
+def test_replica_processes_commits_drains_and_exits_zero(tmp_path) -> None:
+    consumer = FakeConsumer(partitions=[0, 1], batches=[
+        messages([(0, 0), (1, 0), (0, 1)]), messages([(1, 1), (1, 2)], first_seq=3)])
+    replica = _replica(tmp_path, consumer, FakeClock())
+    consumer.on_consume = hook = _stop_after(3)
+    hook.replica = replica
+    assert replica.run() == 0
+    assert consumer.commits == [{0: 2, 1: 1}, {1: 3}]
+    assert consumer.closed and consumer.topics == ["events"]
+    assert read_store(tmp_path / "store").num_rows == 5
+    names = [e["event"] for e in read_events(tmp_path / "events.jsonl")]
+    assert names[:4] == ["started", "metrics_listening", "engine_ready", "subscribed"]
+    assert names[4:8] == ["assigned", "joined", "ready", "first_record"]
+    assert names[-5:] == ["sigterm", "drained", "revoked", "closed", "exited"]
+
+
+def test_sigterm_mid_batch_commits_exactly_the_written_prefix(tmp_path) -> None:
+    clock = SignalClock(at_s=0.02)  # two waves of 2 records, then SIGTERM
+    consumer = FakeConsumer(partitions=[0], batches=[messages([(0, i) for i in range(10)])])
+    replica = _replica(tmp_path, consumer, clock)
+    assert replica.run() == 0
+    assert consumer.commits == [{0: 4}]
+    store = read_store(tmp_path / "store")
+    assert store.column("offset").to_pylist() == [0, 1, 2, 3]
+    assert consumer.consumed == 1  # stopped fetching
+
+
+def test_sigterm_before_joining_exits_zero_without_a_consumer(tmp_path) -> None:
+    class SlowEngine:
+        name = "arrow"
+
+        def start(self):
+            replica._on_signal(signal.SIGTERM, None)
+            return self
+
+        def enrich(self, records):
+            raise AssertionError("no batch expected")
+
+        def stop(self) -> None:
+            pass
+
+    consumer = FakeConsumer(partitions=[0])
+    replica = _replica(tmp_path, consumer, FakeClock(), engine=SlowEngine())
+    assert replica.run() == 0
+    assert consumer.consumed == 0 and not consumer.closed
+
+
+def test_static_member_close_is_recorded_as_not_leaving(tmp_path) -> None:
+    consumer = FakeConsumer(partitions=[0])
+    replica = _replica(tmp_path, consumer, FakeClock(), "--instance-id", "replica-0")
+    consumer.on_consume = hook = _stop_after(1)
+    hook.replica = replica
+    assert replica.run() == 0
+    closed = [e for e in read_events(tmp_path / "events.jsonl") if e["event"] == "closed"]
+    assert closed[0]["left_group"] is False and closed[0]["static_member"] is True
+
+
+def test_engine_failure_exits_one_without_committing(tmp_path) -> None:
+    class BrokenEngine:
+        name = "arrow"
+
+        def start(self):
+            return self
+
+        def enrich(self, records):
+            raise RuntimeError("py4j gateway gone")
+
+        def stop(self) -> None:
+            pass
+
+    consumer = FakeConsumer(partitions=[0], batches=[messages([(0, 0)])])
+    replica = _replica(tmp_path, consumer, FakeClock(), engine=BrokenEngine())
+    assert replica.run() == 1
+    assert consumer.commits == [] and consumer.closed
+    errors = [e for e in read_events(tmp_path / "events.jsonl") if e["event"] == "error"]
+    assert errors[0]["where"] == "batch" and "py4j gateway gone" in errors[0]["error"]
+
+
+def test_ready_needs_engine_and_first_assignment_and_ends_with_the_drain(tmp_path) -> None:
+    consumer = FakeConsumer(partitions=[0])
+    replica = _replica(tmp_path, consumer, FakeClock())
+    assert replica.readiness() == (False, "r-1: engine arrow starting")
+    states = []
+    consumer.on_consume = lambda c: states.append(replica.readiness()[0]) or (
+        c.consumed > 2 and replica._on_signal(signal.SIGTERM, None))
+    assert replica.run() == 0
+    assert states[:3] == [True, True, True]
+    assert replica.readiness() == (False, "r-1: draining")
+
+
+def test_event_lines_carry_wall_and_monotonic_time(tmp_path) -> None:
+    echo = io.StringIO()
+    clock = FakeClock(12.5)
+    EventLog("r-9", tmp_path / "e.jsonl", clock, echo).emit("joined", partitions=[1])
+    line = json.loads(echo.getvalue())
+    assert line["event"] == "joined" and line["replica_id"] == "r-9"
+    assert line["monotonic_s"] == 12.5 and line["partitions"] == [1]
+    assert line["wall_time"].endswith("Z") and "T" in line["wall_time"]
+    assert read_events(tmp_path / "e.jsonl") == [line]
+
+
+@pytest.mark.parametrize("path, status", [
+    pytest.param("/metrics", "200 OK", id="metrics"),
+    pytest.param("/ready", "503 Service Unavailable", id="ready-before-join"),
+    pytest.param("/healthz", "200 OK", id="healthz"),
+    pytest.param("/nope", "404 Not Found", id="unknown"),
+])
+def test_http_routes(tmp_path, path: str, status: str) -> None:
+    replica = _replica(tmp_path, FakeConsumer(partitions=[0]), FakeClock())
+    seen = []
+    body = b"".join(replica.server._app({"PATH_INFO": path, "REQUEST_METHOD": "GET"},
+                                        lambda s, h: seen.append(s)))
+    assert seen == [status]
+    if path == "/metrics":
+        text = body.decode()
+        for name in ("records_processed_total", "consume_rate", "inflight",
+                     "rebalances_total", "rebalance_duration_seconds_bucket",
+                     "assigned_partitions", "replica_ready"):
+            assert f"\n{name}" in text or text.startswith(name), name
