@@ -8,8 +8,10 @@ the event's own fields. Events, in the order a replica's life produces them:
 ``metrics_listening`` (host, port) -> ``engine_ready`` (engine, startup_s) and, for the Spark
 engine, ``spark_ready`` (startup_s) -> ``subscribed`` -> ``joined`` (first assignment, with
 partitions) -> ``ready`` -> ``assigned`` / ``revoked`` / ``lost`` (partitions, incremental
-lists) -> ``rebalance_done`` (duration_s) -> ``first_record`` -> ``commit_failed`` (error) ->
-``sigterm`` (signal) -> ``drained`` (records, committed) -> ``closed`` (left_group) ->
+lists) -> ``rebalance_done`` (duration_s) -> ``first_record`` -> ``batch`` (only with ``--log-batches``: messages, records, poll_s,
+engine_s, commit_s, partitions) -> ``commit_failed`` (error) ->
+``sigterm`` (signal) -> ``batch_cut`` (the batch in progress stopped after the write waves in
+flight: messages, messages_done, committed offsets) -> ``drained`` (pending_offsets) -> ``closed`` (left_group) ->
 ``exited`` (code). Problems add ``error`` (message) and ``drain_timeout``.
 Every line is also written to stderr, so the process log carries the same story.
 """

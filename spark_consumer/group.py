@@ -47,6 +47,10 @@ def consumer_config(opts: ConsumerOptions) -> dict[str, Any]:
         "max.poll.interval.ms": int(max(300_000, 2 * batch_ms + 60_000)),
         "queued.max.messages.kbytes": QUEUED_MAX_KBYTES,
         "topic.metadata.refresh.interval.ms": 5000,
+        # Measured: with the defaults (500 ms each) kept partitions stalled 0.3-0.7 s after an
+        # incremental revoke while their fetch was re-issued.
+        "fetch.wait.max.ms": 100,
+        "fetch.error.backoff.ms": 50,
         "log.connection.close": False,
     }
     if opts.balancer == "consumer":
@@ -56,7 +60,8 @@ def consumer_config(opts: ConsumerOptions) -> dict[str, Any]:
         session_ms = int((opts.session_timeout_s or 10.0) * 1000)
         conf["partition.assignment.strategy"] = opts.balancer
         conf["session.timeout.ms"] = session_ms
-        conf["heartbeat.interval.ms"] = max(100, min(3000, session_ms // 3))
+        # A member notices a rebalance at its next heartbeat: keep it at 1 s or less.
+        conf["heartbeat.interval.ms"] = max(100, min(1000, session_ms // 3))
     if opts.instance_id:
         conf["group.instance.id"] = opts.instance_id
     return conf

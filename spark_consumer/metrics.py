@@ -12,7 +12,8 @@ Series (no name prefix; the scrape target identifies the replica):
 * ``rebalance_duration_seconds`` — histogram, revoke start -> assignment done.
 * ``assigned_partitions``, ``partition_assigned{partition}`` (1/0),
   ``partition_committed_offset{partition}`` (next offset to read, as committed).
-* ``batch_engine_seconds`` — histogram of the engine's time per batch; ``batch_records``.
+* ``batch_engine_seconds`` — histogram of the engine's time per batch; ``batch_poll_seconds``
+  (consume() calls that returned records), ``batch_commit_seconds``; ``batch_records``.
 * ``replica_ready`` (0/1) and ``replica_info{replica_id,engine,balancer,group,topic,commit,
   instance_id}``.
 """
@@ -104,6 +105,11 @@ class ReplicaMetrics:
             registry=r)
         self.batch_engine = Histogram("batch_engine_seconds", "Engine time per batch",
                                       buckets=ENGINE_BUCKETS_S, registry=r)
+        self.batch_poll = Histogram("batch_poll_seconds", "consume() time of batches that "
+                                    "returned records", buckets=ENGINE_BUCKETS_S, registry=r)
+        self.batch_commit = Histogram("batch_commit_seconds", "Synchronous commit (or offset "
+                                      "store) time per batch", buckets=ENGINE_BUCKETS_S,
+                                      registry=r)
         self.batch_records = Histogram(
             "batch_records", "Records per batch",
             buckets=(1, 10, 100, 500, 1000, 2000, 5000, 10000, 50000), registry=r)

@@ -54,6 +54,7 @@ class ConsumerOptions:
     engine: str
     event_log: Path | None
     dimension: Path
+    log_batches: bool = False
 
     @property
     def cooperative(self) -> bool:
@@ -125,6 +126,13 @@ def _nonempty(text: str) -> str:
     return text.strip()
 
 
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low not in ("1", "0", "true", "false", "yes", "no"):
+        raise ValueError
+    return low in ("1", "true", "yes")
+
+
 def _path(text: str) -> Path:
     return Path(_nonempty(text))
 
@@ -178,6 +186,8 @@ FLAGS: tuple[_Flag, ...] = (
           "spark", "one of spark, arrow"),
     _Flag("event-log", "PATH", "JSONL event log to append to (default: none)", _path, None,
           "a path"),
+    _Flag("log-batches", "BOOL", "Write one batch event per micro-batch with its timings "
+          "(default: false)", _bool, False, "one of true, false, 1, 0, yes, no"),
     _Flag("dimension", "PATH", "Dimension table CSV with bucket,segment,region "
           "(default: fixtures/dimensions/segments.csv)", _path, DEFAULT_DIMENSION, "a path"),
 )
@@ -266,7 +276,7 @@ def _finish(v: dict[str, Any]) -> ConsumerOptions:
         instance_id=v["instance_id"], max_batch=v["max_batch"],
         batch_wait_ms=v["batch_wait_ms"],
         replica_id=v["replica_id"] or _default_replica_id(), engine=v["engine"],
-        event_log=v["event_log"], dimension=v["dimension"],
+        event_log=v["event_log"], dimension=v["dimension"], log_batches=v["log_batches"],
     )
 
 

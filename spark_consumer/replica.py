@@ -71,6 +71,7 @@ class Replica:
         self._engine_ready = False
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
+        self._poll_s = 0.0
         self.handler: RebalanceHandler | None = None
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
                                     self.opts.metrics_port)
@@ -174,27 +175,49 @@ class Replica:
                    committer: OffsetCommitter) -> int:
         wait_s = self.opts.batch_wait_ms / 1000.0
         probe = self._probe(consumer)
+        clock = self.p.clock
         while not self.stop_requested.is_set() and self._fatal is None:
+            t0 = clock.now()
             messages = consumer.consume(self.opts.max_batch, wait_s)
+            self._poll_s = clock.now() - t0
+            if messages:
+                self.p.metrics.batch_poll.observe(self._poll_s)
             if probe is not None and self.handler is not None and not self.handler.joined:
                 if probe.joined():
                     self.handler.mark_joined(via="describe_group")
             good = [msg for msg in messages if not self._is_error(msg)]
-            if not good:
-                continue
-            self.p.metrics.inflight.set(len(good))
-            try:
-                outcome = processor.process(good, self.stop_requested.is_set)
-            except Exception as exc:  # engine or store failure: stop without committing
-                self.p.events.emit("error", where="batch", error=repr(exc))
-                self.p.metrics.inflight.set(0)
+            if good and not self._run_batch(good, processor, committer):
                 return EXIT_FAILED
-            committer.commit(outcome.offsets, outcome.records_done)
-            self.p.metrics.inflight.set(0)
         if self._fatal is not None:
             self.p.events.emit("error", where="kafka", error=self._fatal)
             return EXIT_FAILED
         return EXIT_OK
+
+    def _run_batch(self, messages: list[Any], processor: BatchProcessor,
+                   committer: OffsetCommitter) -> bool:
+        """Process and commit one batch; False when the engine or the store failed."""
+        m, clock = self.p.metrics, self.p.clock
+        m.inflight.set(len(messages))
+        try:
+            outcome = processor.process(messages, self.stop_requested.is_set)
+        except Exception as exc:  # engine or store failure: stop without committing
+            self.p.events.emit("error", where="batch", error=repr(exc))
+            m.inflight.set(0)
+            return False
+        t0 = clock.now()
+        committer.commit(outcome.offsets, outcome.records_done)
+        commit_s = clock.now() - t0
+        m.batch_commit.observe(commit_s)
+        m.inflight.set(0)
+        if self.opts.log_batches:
+            self.p.events.emit("batch", messages=outcome.messages, records=outcome.records_done,
+                               poll_s=round(self._poll_s, 4), engine_s=round(outcome.engine_s, 4),
+                               commit_s=round(commit_s, 4), partitions=sorted(outcome.offsets))
+        if outcome.stopped_early:
+            self.p.events.emit("batch_cut", messages=outcome.messages,
+                               messages_done=outcome.messages_done,
+                               offsets={str(k): v for k, v in sorted(outcome.offsets.items())})
+        return True
 
     def _probe(self, consumer: GroupConsumer) -> MembershipProbe | None:
         if self.opts.balancer != "consumer":

@@ -157,12 +157,22 @@ def produce_events(bootstrap: str, topic: str, n: int, partitions: int, *,
     ev["entity_id"] = (ev["seq"] * 2654435761) % entities
     ev["ts"] = time.time_ns()
     raw = encode_events(ev)
+    def failed(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
     for i in range(n):
-        producer.produce(topic, raw[i * 280:(i + 1) * 280], partition=(first_seq + i) % partitions,
-                         on_delivery=lambda err, msg: err and errors.append(str(err)))
+        while True:
+            try:
+                producer.produce(topic, raw[i * 280:(i + 1) * 280],
+                                 partition=(first_seq + i) % partitions, on_delivery=failed)
+                break
+            except BufferError:  # client queue full: let deliveries drain, then retry
+                producer.poll(0.05)
         if i % 10_000 == 0:
             producer.poll(0)
     producer.flush(60)
+    del producer  # destroy the client now, not at interpreter exit after the broker is gone
     if errors:
         raise RuntimeError(f"topic {topic!r}: {len(errors)} deliveries failed, first: "
                            f"{errors[0]}")

@@ -81,7 +81,7 @@ def test_classic_config_sets_strategy_and_session_timeout(balancer: str) -> None
                                      "--instance-id", "replica-0"], env={})
     conf = consumer_config(opts)
     assert conf["partition.assignment.strategy"] == balancer
-    assert (conf["session.timeout.ms"], conf["heartbeat.interval.ms"]) == (6000, 2000)
+    assert (conf["session.timeout.ms"], conf["heartbeat.interval.ms"]) == (6000, 1000)
     assert conf["group.instance.id"] == "replica-0" and "group.protocol" not in conf
 
 

@@ -1,0 +1,180 @@
+"""Rebalances seen from the replicas: cooperative vs eager joins, static member restarts.
+
+Throughput is sampled from each replica's ``records_processed_total`` while a fourth replica
+joins (CLOCK_MONOTONIC is shared by all processes on the machine, so the samples line up with
+the replicas' event logs).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from pytest_lagscale.kafka.admin import KafkaAdmin
+from spark_consumer.testing import ReplicaProcess, produce_events, wait_all_committed
+
+pytestmark = pytest.mark.integration
+ARROW = ("--engine", "arrow")
+
+
+@pytest.fixture
+def admin(kafka_cluster) -> KafkaAdmin:
+    return KafkaAdmin(kafka_cluster.bootstrap_servers)
+
+
+@pytest.fixture
+def replicas(kafka_cluster, tmp_path: Path, request) -> Iterator[Callable[..., ReplicaProcess]]:
+    started: list[ReplicaProcess] = []
+    name = re.sub(r"[^A-Za-z0-9.-]+", "-", request.node.name).strip("-")[:200]
+
+    def start(replica_id: str, *args: str) -> ReplicaProcess:
+        rp = ReplicaProcess(replica_id, kafka_cluster.bootstrap_servers, name,
+                            tmp_path / "store", tmp_path, ["--group", f"g-{name}", *args])
+        started.append(rp)
+        return rp.start()
+
+    start.topic, start.group = name, f"g-{name}"  # type: ignore[attr-defined]
+    yield start
+    for rp in reversed(started):
+        rp.stop(30)
+
+
+class Sampler:
+    """Scrapes ``records_processed_total`` of some replicas every ``interval_s`` seconds."""
+
+    def __init__(self, targets: list[ReplicaProcess], interval_s: float = 0.05):
+        self.samples: dict[str, list[tuple[float, float]]] = {t.replica_id: [] for t in targets}
+        self._targets, self._interval_s = targets, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+
+    def __enter__(self) -> "Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for t in self._targets:
+                try:
+                    value = t.metrics()["records_processed_total"]
+                except (OSError, KeyError):
+                    continue
+                self.samples[t.replica_id].append((time.monotonic(), value))
+            self._stop.wait(self._interval_s)
+
+    def longest_stall_s(self, replica_id: str, start: float, end: float) -> float:
+        """Longest time without progress overlapping [start, end] (seconds)."""
+        series = [(t, v) for t, v in self.samples[replica_id] if start - 1 <= t <= end + 1]
+        longest, since = 0.0, series[0][0]
+        for (_, v0), (t1, v1) in zip(series, series[1:]):
+            if v1 > v0:
+                since = t1
+            elif since <= end and t1 >= start:
+                longest = max(longest, t1 - since)
+        return longest
+
+
+def _rebalance_window(newcomer: ReplicaProcess, old: list[ReplicaProcess]) -> tuple[float, float]:
+    start = newcomer.wait_event("subscribed", 60)["monotonic_s"]
+    newcomer.wait_event("joined", 60)
+    time.sleep(2.0)  # let every member finish its callbacks
+    ends = [e["monotonic_s"] for rp in old for e in rp.events()
+            if e["event"] in ("rebalance_done", "assigned") and e["monotonic_s"] >= start]
+    assert ends, "no old replica saw the rebalance:\n" + "\n".join(r.tail() for r in old)
+    return start, max(ends)
+
+
+@pytest.mark.parametrize("balancer, keeps_flowing", [
+    pytest.param("cooperative-sticky", True, id="cooperative-sticky-keeps-flowing"),
+    pytest.param("consumer", True, id="kip848-consumer-keeps-flowing"),
+    pytest.param("range", False, id="range-stops-the-world"),
+])
+def test_fourth_replica_joining(admin, replicas, kafka_cluster, balancer: str,
+                                keeps_flowing: bool, record_property) -> None:
+    admin.create_topic(replicas.topic, 24)
+    produce_events(kafka_cluster.bootstrap_servers, replicas.topic, 150_000, 24)
+    # 2500 records/s per replica in batches of 1.0, 1.6 and 2.4 s (unequal, so the replicas'
+    # batches do not stay aligned): an eager rebalance waits until every member finished its
+    # batch, a cooperative one does not stop the partitions a member keeps. librdkafka's
+    # classic cooperative protocol still restarts the fetch of kept partitions (~0.2 s).
+    flags = (*ARROW, "--balancer", balancer, "--process-ms", "4", "--inflight", "10",
+             "--batch-wait-ms", "100", "--log-batches", "true")
+    old = [replicas(f"r{i}", *flags, "--max-batch", str(size))
+           for i, size in enumerate((2500, 4000, 6000))]
+    for rp in old:
+        rp.wait_ready(60)
+        rp.wait_event("first_record", 30)
+    with Sampler(old) as sampler:
+        time.sleep(1.5)
+        newcomer = replicas("r3", *flags, "--max-batch", "2500")
+        start, end = _rebalance_window(newcomer, old)
+    stalls = {rp.replica_id: round(sampler.longest_stall_s(rp.replica_id, start, end), 3)
+              for rp in old}
+    record_property("stalls_s", stalls)
+    record_property("rebalance_window_s", round(end - start, 3))
+    record_property("poll_and_commit_s", {
+        rp.replica_id: {k: round(v, 3) for k, v in rp.metrics().items()
+                        if k in ("batch_poll_seconds_sum", "batch_poll_seconds_count",
+                                 "batch_commit_seconds_sum", "batch_engine_seconds_sum")}
+        for rp in old})
+    kept = {rp.replica_id: rp.metrics()["assigned_partitions"] for rp in old}
+    assert all(k > 0 for k in kept.values()), kept
+    revoked = {rp.replica_id: _revoked_everything(rp, start) for rp in old}
+    if keeps_flowing:
+        assert not any(revoked.values()), f"{balancer}: a member lost all partitions {revoked}"
+        assert max(stalls.values()) < 0.45, f"{balancer}: kept partitions stalled {stalls}"
+    else:
+        assert all(revoked.values()), f"{balancer}: eager revokes everything, got {revoked}"
+        assert max(stalls.values()) >= 0.6, f"{balancer}: expected the group to pause while " \
+                                            f"members finish their batches, stalls {stalls}"
+
+
+def _revoked_everything(rp: ReplicaProcess, since: float) -> bool:
+    """True when the replica's first revoke after ``since`` took its whole assignment."""
+    events = rp.events()
+    before = [e for e in events if e["event"] == "assigned" and e["monotonic_s"] < since]
+    revokes = [e for e in events if e["event"] == "revoked" and e["monotonic_s"] >= since]
+    if not revokes:
+        return False
+    return sorted(revokes[0]["partitions"]) == sorted(before[-1]["assignment"])
+
+
+@pytest.mark.parametrize("balancer", ["range", "consumer"])
+def test_static_member_restarted_within_session_timeout_gets_its_partitions_back(
+        admin, replicas, kafka_cluster, balancer: str) -> None:
+    admin.create_topic(replicas.topic, 8)
+    produce_events(kafka_cluster.bootstrap_servers, replicas.topic, 4_000, 8)
+    classic = () if balancer == "consumer" else ("--session-timeout", "30")
+    flags = (*ARROW, "--balancer", balancer, *classic, "--process-ms", "1")
+    a = replicas("a", *flags, "--instance-id", "static-a").wait_ready(60)
+    b = replicas("b", *flags, "--instance-id", "static-b").wait_ready(60)
+    wait_all_committed(admin, replicas.group, replicas.topic, [a, b], 60)
+    a.wait_for("a settled on 4 partitions", lambda: a.metrics()["assigned_partitions"] == 4, 30)
+    b_assignment = _assignment(b)
+    assert b_assignment == sorted(set(range(8)) - set(_assignment(a)))
+    a_events, a_rebalances = len(a.events()), a.metrics()["rebalances_total"]
+    assert b.stop(30) == "terminated"
+    b_events = b.events()  # the restarted process appends to the same event log
+    assert [e for e in b_events if e["event"] == "closed"][-1]["left_group"] is False
+    b2 = replicas("b", *flags, "--instance-id", "static-b").wait_ready(30)
+    joined = b2.wait_event("joined", 10, after=len(b_events))
+    assert sorted(joined["partitions"]) == b_assignment
+    produce_events(kafka_cluster.bootstrap_servers, replicas.topic, 4_000, 8, first_seq=4_000)
+    wait_all_committed(admin, replicas.group, replicas.topic, [a, b2], 60)
+    new_a = [e["event"] for e in a.events()[a_events:]]
+    assert not {"revoked", "assigned", "lost"} & set(new_a), new_a
+    assert a.metrics()["rebalances_total"] == a_rebalances
+
+
+def _assignment(rp: ReplicaProcess) -> list[int]:
+    return sorted(int(k.split('"')[1]) for k, v in rp.metrics().items()
+                  if k.startswith("partition_assigned{") and v == 1)
