@@ -79,6 +79,8 @@ def test_step_in_load_scales_out_on_lag_and_back_to_min(kafka_cluster, tmp_path)
                 stop_load.set()
                 loader.join(60)
         final = deployment.desired_replicas
+    print(f"autoscaler step: peak desired replicas {peak}, final {final}, "
+          f"{len(scaler.decisions)} decisions over {_elapsed(scaler):.0f} s, sent {sent}")
     assert peak >= 4, f"no scale-out on lag: peak desired replicas {peak}"
     assert final == so.min_replica_count, f"did not return to minReplicaCount: {final}"
 
