@@ -100,42 +100,47 @@ def _rebalance_window(newcomer: ReplicaProcess, old: list[ReplicaProcess]) -> tu
 ])
 def test_fourth_replica_joining(admin, replicas, kafka_cluster, balancer: str,
                                 keeps_flowing: bool, record_property) -> None:
+    """A fourth replica joins three busy ones.
+
+    The old replicas write 2500 records/s in batches of 1.0, 1.6 and 4.0 s, and the newcomer
+    is started just after the slowest one began a batch. An eager rebalance (range) completes
+    only once every member finished its batch and rejoined, so the two faster replicas have
+    all their partitions revoked and process nothing for well over a second. Under a
+    cooperative protocol the members keep their remaining partitions; what is left is
+    librdkafka pausing the assigned partitions until the rebalance callback ran and then
+    fetching them again (measured 0.1-0.8 s), not the wait for the other members.
+    """
     admin.create_topic(replicas.topic, 24)
-    produce_events(kafka_cluster.bootstrap_servers, replicas.topic, 150_000, 24)
-    # 2500 records/s per replica in batches of 1.0, 1.6 and 2.4 s (unequal, so the replicas'
-    # batches do not stay aligned): an eager rebalance waits until every member finished its
-    # batch, a cooperative one does not stop the partitions a member keeps. librdkafka's
-    # classic cooperative protocol still restarts the fetch of kept partitions (~0.2 s).
+    produce_events(kafka_cluster.bootstrap_servers, replicas.topic, 200_000, 24)
     flags = (*ARROW, "--balancer", balancer, "--process-ms", "4", "--inflight", "10",
              "--batch-wait-ms", "100", "--log-batches", "true")
     old = [replicas(f"r{i}", *flags, "--max-batch", str(size))
-           for i, size in enumerate((2500, 4000, 6000))]
+           for i, size in enumerate((2500, 4000, 10000))]
     for rp in old:
         rp.wait_ready(60)
         rp.wait_event("first_record", 30)
+    slowest = old[2]
     with Sampler(old) as sampler:
-        time.sleep(1.5)
+        slowest.wait_event("batch", 30, after=len(slowest.events()))  # it starts a batch now
         newcomer = replicas("r3", *flags, "--max-batch", "2500")
         start, end = _rebalance_window(newcomer, old)
     stalls = {rp.replica_id: round(sampler.longest_stall_s(rp.replica_id, start, end), 3)
               for rp in old}
     record_property("stalls_s", stalls)
     record_property("rebalance_window_s", round(end - start, 3))
-    record_property("poll_and_commit_s", {
-        rp.replica_id: {k: round(v, 3) for k, v in rp.metrics().items()
-                        if k in ("batch_poll_seconds_sum", "batch_poll_seconds_count",
-                                 "batch_commit_seconds_sum", "batch_engine_seconds_sum")}
-        for rp in old})
     kept = {rp.replica_id: rp.metrics()["assigned_partitions"] for rp in old}
     assert all(k > 0 for k in kept.values()), kept
-    revoked = {rp.replica_id: _revoked_everything(rp, start) for rp in old}
+    revoked_all = {rp.replica_id: _revoked_everything(rp, start) for rp in old}
     if keeps_flowing:
-        assert not any(revoked.values()), f"{balancer}: a member lost all partitions {revoked}"
-        assert max(stalls.values()) < 0.45, f"{balancer}: kept partitions stalled {stalls}"
+        assert not any(revoked_all.values()), f"{balancer}: a member lost all its " \
+                                              f"partitions {revoked_all}"
+        assert max(stalls.values()) < 1.0, f"{balancer}: kept partitions stalled {stalls}"
     else:
-        assert all(revoked.values()), f"{balancer}: eager revokes everything, got {revoked}"
-        assert max(stalls.values()) >= 0.6, f"{balancer}: expected the group to pause while " \
-                                            f"members finish their batches, stalls {stalls}"
+        assert all(revoked_all.values()), f"{balancer}: eager revokes everything, got " \
+                                          f"{revoked_all}"
+        fast = [stalls["r0"], stalls["r1"]]
+        assert min(fast) >= 1.0, f"{balancer}: the faster replicas should wait for the " \
+                                 f"slowest one's batch, stalls {stalls}"
 
 
 def _revoked_everything(rp: ReplicaProcess, since: float) -> bool:
