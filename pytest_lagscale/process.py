@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -107,7 +108,7 @@ class ManagedProcess:
             out = open(self.log_path, "ab")  # noqa: SIM115 - closed after Popen copies the fd
         try:
             self.popen = subprocess.Popen(
-                self.argv,
+                _with_parent_death_signal(self.argv),
                 env=env,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
@@ -229,6 +230,25 @@ class ManagedProcess:
             self._pid_file.write_text(f"{self.pid}\n{' '.join(self.argv)}\n")
         except OSError:  # pid files are a convenience for `lagscale cleanup`
             self._pid_file = None
+
+
+def _with_parent_death_signal(argv: list[str]) -> list[str]:
+    """Prefix ``argv`` so the child gets SIGTERM if the harness dies without cleaning up.
+
+    A harness killed with SIGKILL runs no atexit handler; ``PR_SET_PDEATHSIG`` (set by
+    util-linux ``setpriv --pdeathsig``) makes the kernel signal the child instead. The signal
+    fires when the *thread* that forked exits, so it is only set for children started from the
+    main thread; others rely on :func:`stop_all` and ``lagscale cleanup``.
+
+    Raises:
+        OSError: the executable does not exist (checked here, since setpriv would exec it).
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or threading.current_thread() is not threading.main_thread():
+        return argv
+    if shutil.which(argv[0]) is None:
+        raise FileNotFoundError(2, "No such file or directory", argv[0])
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv]
 
 
 def _group_alive(pgid: int) -> bool:
