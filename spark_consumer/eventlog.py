@@ -4,15 +4,19 @@ Every line has ``event`` (snake_case name), ``wall_time`` (UTC ISO-8601 with mic
 ``monotonic_s`` (the replica's monotonic clock, float seconds), ``replica_id`` and ``pid``, plus
 the event's own fields. Events, in the order a replica's life produces them:
 
-``started`` (engine, balancer, group, topic, commit, instance_id, argv) ->
-``metrics_listening`` (host, port) -> ``engine_ready`` (engine, startup_s) and, for the Spark
-engine, ``spark_ready`` (startup_s) -> ``subscribed`` -> ``joined`` (first assignment, with
-partitions) -> ``ready`` -> ``assigned`` / ``revoked`` / ``lost`` (partitions, incremental
-lists) -> ``rebalance_done`` (duration_s) -> ``first_record`` -> ``batch`` (only with ``--log-batches``: messages, records, poll_s,
-engine_s, commit_s, partitions) -> ``commit_failed`` (error) ->
-``sigterm`` (signal) -> ``batch_cut`` (the batch in progress stopped after the write waves in
-flight: messages, messages_done, committed offsets) -> ``drained`` (pending_offsets) -> ``closed`` (left_group) ->
-``exited`` (code). Problems add ``error`` (message) and ``drain_timeout``.
+* ``started`` (engine, balancer, group, topic, commit, instance_id, ...), ``metrics_listening``
+  (host, port), ``engine_ready`` (engine, startup_s, cds_archive) and, for Spark,
+  ``spark_ready`` (startup_s), ``subscribed``;
+* ``joined`` (first assignment; ``via`` when found by describing the group), ``ready``;
+* ``assigned`` / ``revoked`` / ``lost`` (partitions: incremental lists; assigned also carries
+  the whole assignment), ``rebalance_done`` (duration_s), ``first_record``;
+* ``batch`` (only with ``--log-batches``: messages, records, poll_s, engine_s, commit_s,
+  partitions), ``commit_failed`` (offsets, error), ``kafka_error`` (error, fatal);
+* ``sigterm`` (signal), ``batch_cut`` (the batch in progress stopped after the write waves in
+  flight: messages, messages_done, committed offsets), ``drained`` (pending_offsets),
+  ``closed`` (left_group, static_member), ``exited`` (code);
+* problems: ``error`` (where, error) and ``drain_timeout`` (timeout_s, code).
+
 Every line is also written to stderr, so the process log carries the same story.
 """
 

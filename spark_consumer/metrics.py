@@ -103,6 +103,12 @@ class ReplicaMetrics:
         self.partition_committed_offset = Gauge(
             "partition_committed_offset", "Last committed next-offset", ["partition"],
             registry=r)
+        self._batch_series(r)
+        self.ready = Gauge("replica_ready", "1 once the engine is up and partitions were "
+                           "assigned once", registry=r)
+        self.info = Info("replica", "Static facts about this replica", registry=r)
+
+    def _batch_series(self, r: CollectorRegistry) -> None:
         self.batch_engine = Histogram("batch_engine_seconds", "Engine time per batch",
                                       buckets=ENGINE_BUCKETS_S, registry=r)
         self.batch_poll = Histogram("batch_poll_seconds", "consume() time of batches that "
@@ -113,9 +119,6 @@ class ReplicaMetrics:
         self.batch_records = Histogram(
             "batch_records", "Records per batch",
             buckets=(1, 10, 100, 500, 1000, 2000, 5000, 10000, 50000), registry=r)
-        self.ready = Gauge("replica_ready", "1 once the engine is up and partitions were "
-                           "assigned once", registry=r)
-        self.info = Info("replica", "Static facts about this replica", registry=r)
 
     def processed(self, n: int) -> None:
         """Count ``n`` records whose downstream write finished."""

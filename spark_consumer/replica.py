@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_lagscale.clock import Clock, RealClock
+from pytest_lagscale.clock import Clock
 
 from .engine import Engine
 from .eventlog import EventLog
@@ -149,7 +149,9 @@ class Replica:
             return False
         startup_s = round(self.p.clock.now() - t0, 3)
         self._engine_ready = True
-        self.p.events.emit("engine_ready", engine=self.p.engine.name, startup_s=startup_s)
+        cds = getattr(self.p.engine, "cds_archive", None)
+        self.p.events.emit("engine_ready", engine=self.p.engine.name, startup_s=startup_s,
+                           cds_archive=None if cds is None else str(cds))
         if self.p.engine.name == "spark":
             self.p.events.emit("spark_ready", startup_s=startup_s)
         return True

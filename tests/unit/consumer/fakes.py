@@ -1,4 +1,4 @@
-"""Fakes of the Kafka pieces a replica touches (checked against spark_consumer.group.GroupConsumer)."""
+"""Fakes of the Kafka pieces a replica touches (see spark_consumer.group.GroupConsumer)."""
 
 from __future__ import annotations
 
