@@ -41,6 +41,8 @@ def cleanup(
 
 # Sub-commands living next to the code they drive register themselves here.
 from .load import cli as _load_cli  # noqa: E402,F401  (registers `produce`)
+from .experiment import cli as _experiment_cli  # noqa: E402,F401  (registers `run`)
+from .report import cli as _report_cli  # noqa: E402,F401  (registers `compare`)
 
 
 def main() -> None:

@@ -1,31 +1,58 @@
-"""pytest glue for pytest-lagscale: options, markers, fixtures. Nothing else lives here.
+"""pytest glue for pytest-lagscale: options, markers, fixtures and the baseline gate.
 
-Heavy libraries (confluent_kafka, pyspark, matplotlib, kubernetes) are imported only inside
-fixtures, so loading the plugin costs nothing for projects that do not use it.
+Heavy libraries (confluent_kafka, pyspark, matplotlib, kubernetes, rich) are imported only inside
+fixtures and the terminal summary, so loading the plugin costs nothing for projects that do not
+use it.
+
+Fixtures: ``kafka_cluster`` (session), ``lagscale_runner`` (session; override it in a conftest
+to swap the experiment runner), ``lag_threshold``, ``lagscale_settings``, ``lagscale_run`` and
+``scaled_deployment``. Every result of ``lagscale_run`` is kept by the session's
+:class:`~pytest_lagscale.session.LagscaleSession`, which compares it with ``--lagscale-baseline`` at session end and
+prints the runs and comparisons in the terminal summary.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
-from typing import Iterator
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from . import options
+from .session import LagscaleSession
+
+#: Committed traffic profiles: ``<name>-ci.yaml`` at ``--lagscale-scale ci``, ``<name>.yaml``.
+PROFILES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
+DEFAULT_PROFILE = "spike"
+DEFAULT_PARTITIONS = {"ci": 8, "full": 24}
+_SESSION_KEY = pytest.StashKey["LagscaleSession"]()
 
 
+# -- options and markers ---------------------------------------------------------------------
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lagscale", "lag-based autoscaling experiments (pytest-lagscale)")
     options.add_kafka_options(group.addoption)
+    options.add_run_options(group.addoption)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     problem = options.check_kafka_options(config.getoption("kafka"),
                                           config.getoption("kafka_bootstrap"))
-    if problem:
-        raise pytest.UsageError(problem)
+    problems = [problem] if problem else []
+    problems += options.check_run_options(config.getoption("profile"),
+                                          config.getoption("lagscale_baseline"),
+                                          config.getoption("lagscale_out"))
+    if not problems and config.getoption("lagscale_baseline"):
+        problems += _check_baselines(Path(config.getoption("lagscale_baseline")))
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,6 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "processes")
     config.addinivalue_line("markers", "acceptance: a full experiment run with SLO assertions")
     config.addinivalue_line("markers", "experiment(n): the DESIGN.md experiment number n (1-8)")
+    baseline = config.getoption("lagscale_baseline", None)
+    config.stash[_SESSION_KEY] = LagscaleSession(Path(baseline) if baseline else None)
     if threading.current_thread() is threading.main_thread():
         # SIGTERM (CI timeout, `kill`) must run fixture finalizers like Ctrl-C does, so no
         # broker or replica outlives the session.
@@ -42,6 +71,40 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, _sigterm)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``--lag-threshold A,B,...`` parametrizes every test using ``lag_threshold`` (ids lt<N>),
+    unless the test parametrizes ``lag_threshold`` itself."""
+    values = metafunc.config.getoption("lag_thresholds")
+    if not values or len(values) < 2 or "lag_threshold" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if "lag_threshold" in names:
+            return
+    metafunc.parametrize("lag_threshold", values, ids=[f"lt{v}" for v in values])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The baseline gate: a regression turns a passing session into exit status 1."""
+    lagscale = session.config.stash.get(_SESSION_KEY, None)
+    if lagscale is None:
+        return
+    lagscale.compare_with_baselines()
+    if lagscale.failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    lagscale = config.stash.get(_SESSION_KEY, None)
+    if lagscale is not None and lagscale.runs:
+        lagscale.summarize(terminalreporter)
+
+
+# -- fixtures --------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
     """A running Kafka cluster for the session, chosen by ``--kafka``.
@@ -64,3 +127,181 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
     request.addfinalizer(cluster.stop)
     cluster.start()
     yield cluster
+
+
+@pytest.fixture(scope="session")
+def lagscale_runner() -> Callable[..., Any]:
+    """The experiment runner ``lagscale_run`` calls: ``run_experiment(settings, *, cluster,
+    progress) -> RunResult``. Override it in a conftest to run a fake."""
+    from .experiment import run_experiment
+
+    return run_experiment
+
+
+@pytest.fixture
+def lag_threshold(request: pytest.FixtureRequest) -> int | None:
+    """This test's lagThreshold override in records: the sweep value (``--lag-threshold A,B``
+    parametrizes the test), the single ``--lag-threshold`` value, or None (the ScaledObject's)."""
+    values = request.config.getoption("lag_thresholds")
+    return values[0] if values else None
+
+
+@pytest.fixture
+def lagscale_settings(request: pytest.FixtureRequest, lag_threshold: int | None) -> Any:
+    """A :class:`~pytest_lagscale.experiment.settings.RunSettings` from the command line.
+
+    The profile is ``--profile``, else ``fixtures/profiles/spike-ci.yaml`` at
+    ``--lagscale-scale ci`` and ``spike.yaml`` at ``full``. Not validated here;
+    ``lagscale_run`` checks the settings it runs.
+    """
+    from .experiment.settings import RunSettings
+
+    config = request.config
+    return RunSettings(
+        profile=_profile_path(config, None), scale=config.getoption("lagscale_scale"),
+        platform=config.getoption("platform"), kafka=config.getoption("kafka"),
+        kafka_bootstrap=config.getoption("kafka_bootstrap"),
+        kafka_config=dict(config.getoption("kafka_config")), lag_threshold=lag_threshold,
+        balancer=config.getoption("balancer"), partitions=config.getoption("partitions"),
+        out_dir=Path(config.getoption("lagscale_out")))
+
+
+@pytest.fixture
+def lagscale_run(request: pytest.FixtureRequest, lagscale_settings: Any,
+                 lagscale_runner: Callable[..., Any], kafka_cluster: object
+                 ) -> Callable[..., Any]:
+    """``run(profile=None, **overrides) -> RunResult``: run (or reuse) one experiment.
+
+    ``profile`` is a path, or a name resolved by scale (``"bursty"`` ->
+    ``fixtures/profiles/bursty-ci.yaml`` at ci); ``--profile`` wins over both. ``overrides``
+    are RunSettings fields (``graceful=False``, ``balancer="range"``). A run is cached for
+    the session by its full settings, so tests asking for the same run share one result; every
+    result is compared with ``--lagscale-baseline`` at session end.
+
+    Raises:
+        pytest.UsageError: under pytest-xdist workers.
+    """
+    if hasattr(request.config, "workerinput"):
+        raise pytest.UsageError("lagscale_run: experiments cannot run in pytest-xdist "
+                                "workers (they need the whole machine); run with -n0")
+    session = request.config.stash[_SESSION_KEY]
+
+    def run(profile: str | os.PathLike[str] | None = None, **overrides: Any) -> Any:
+        settings = lagscale_settings.with_overrides(
+            profile=_profile_path(request.config, profile), **overrides)
+        _check(settings)
+        return session.run(settings, request.node.nodeid, lambda: _call_runner(
+            request.config, lagscale_runner, settings, kafka_cluster))
+
+    return run
+
+
+@pytest.fixture
+def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_path: Path,
+                      lag_threshold: int | None) -> Iterator[SimpleNamespace]:
+    """Consumer replicas of the committed Deployment under the local autoscaler, no load.
+
+    For tests that drive their own load. The topic (``events-<id>``, ``--partitions`` or 8/24
+    partitions by scale) and the group (``enrich-<id>``) are fresh per test; the ScaledObject is
+    ``k8s/scaledobject[-ci].yaml`` with ``--lag-threshold``, ``--balancer`` applies to the
+    replicas, which run ``--engine arrow`` (replica counts a small machine can hold). Yields an
+    object with ``bootstrap``, ``topic``, ``group``, ``partitions``, ``scaled_object``,
+    ``deployment`` (LocalDeployment, ready at minReplicaCount) and ``autoscaler``
+    (LocalAutoscaler, ticking every 0.25 s); everything is stopped afterwards.
+    """
+    from .config.deployment import load_deployment
+    from .config.manifests import manifest_paths
+    from .control.controller import ScalingController
+    from .kafka.admin import KafkaAdmin, KafkaLagSource
+    from .platform.autoscaler import LocalAutoscaler
+    from .platform.local import LocalDeployment, template_from_deployment
+
+    config, suffix = request.config, uuid.uuid4().hex[:8]
+    scale = config.getoption("lagscale_scale")
+    topic, group = f"events-{suffix}", f"enrich-{suffix}"
+    partitions = config.getoption("partitions") or DEFAULT_PARTITIONS[scale]
+    paths = manifest_paths(scale)
+    so = _scaled_object(paths["scaled_object"], lag_threshold)
+    flags = {"--topic": topic, "--group": group, "--engine": "arrow"}
+    if config.getoption("balancer"):
+        flags["--balancer"] = config.getoption("balancer")
+    admin = KafkaAdmin(kafka_cluster.bootstrap_servers, kafka_cluster.client_config)
+    admin.create_topic(topic, partitions)
+    template = template_from_deployment(load_deployment(paths["deployment"]),
+                                        kafka_cluster.bootstrap_servers, flag_overrides=flags)
+    with contextlib.ExitStack() as stack:
+        deployment = stack.enter_context(LocalDeployment(template, tmp_path))
+        deployment.scale(so.min_replica_count)
+        if so.min_replica_count:
+            deployment.wait_ready(so.min_replica_count, within_s=120)
+        autoscaler = LocalAutoscaler(ScalingController.from_scaled_object(so), deployment,
+                                     KafkaLagSource(admin, group, topic),
+                                     tmp_path / "controller.events.jsonl")
+        stack.enter_context(autoscaler.start(tick_s=0.25))
+        yield SimpleNamespace(bootstrap=kafka_cluster.bootstrap_servers, topic=topic,
+                              group=group, partitions=partitions, scaled_object=so,
+                              deployment=deployment, autoscaler=autoscaler, admin=admin,
+                              run_dir=tmp_path)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _profile_path(config: pytest.Config, requested: str | os.PathLike[str] | None) -> Path:
+    """``--profile``, else ``requested`` (a path, or a committed profile's name), else spike."""
+    if config.getoption("profile"):
+        return Path(config.getoption("profile"))
+    if requested is not None and (Path(requested).suffix in (".yaml", ".yml")
+                                  or len(Path(requested).parts) > 1):
+        return Path(requested)
+    name = str(requested or DEFAULT_PROFILE)
+    if config.getoption("lagscale_scale") == "ci" and (PROFILES_DIR / f"{name}-ci.yaml").is_file():
+        return PROFILES_DIR / f"{name}-ci.yaml"
+    return PROFILES_DIR / f"{name}.yaml"
+
+
+def _check(settings: Any) -> None:
+    from .errors import ConfigError
+
+    try:
+        settings.check()
+    except ConfigError as exc:
+        pytest.fail("lagscale_run: bad settings:\n" + "\n".join(f"  {p}" for p in exc.problems),
+                    pytrace=False)
+
+
+def _scaled_object(path: Path, lag_threshold: int | None) -> Any:
+    """The ScaledObject at ``path``, every kafka trigger's lagThreshold replaced when given."""
+    from .config.scaledobject import load_scaled_object
+    from .experiment.plan import with_lag_threshold
+
+    config = load_scaled_object(path)
+    return config if lag_threshold is None else with_lag_threshold(config, lag_threshold)
+
+
+def _call_runner(config: pytest.Config, runner: Callable[..., Any], settings: Any,
+                 cluster: object) -> Any:
+    """Run with a rich progress display; on a terminal, output capture is suspended meanwhile
+    so the live display reaches the screen."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    on_screen = capman is not None and reporter is not None and bool(reporter.isatty)
+    with capman.global_and_fixture_disabled() if on_screen else contextlib.nullcontext():
+        from rich.console import Console
+
+        from .experiment.progress import RunProgress
+
+        return runner(settings, cluster=cluster, progress=RunProgress(Console()))
+
+
+def _check_baselines(path: Path) -> list[str]:
+    """Load every baseline document up front, so a bad file stops the session before a run."""
+    from .errors import ConfigError
+    from .report import benchjson
+
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    problems = []
+    for file in files:
+        try:
+            benchjson.load(file)
+        except (ConfigError, OSError) as exc:
+            problems.append(f"--lagscale-baseline: {exc}")
+    return problems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,335 @@ def test_importing_the_plugin_loads_no_heavy_library() -> None:
             "set(m.split('.')[0] for m in sys.modules); print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- run options -----------------------------------------------------------------------------
+def test_help_lists_the_run_options(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines([
+        "*--platform={local,kubernetes}*",
+        "*--profile=PATH*",
+        "*--lag-threshold=RECORDS[[],RECORDS...[]]*",
+        "*--balancer={cooperative-sticky,range,roundrobin,consumer}*",
+        "*--partitions=N*",
+        "*--lagscale-scale={ci,full}*",
+        "*--lagscale-out=DIR*",
+        "*--lagscale-baseline=PATH*",
+    ])
+    assert result.ret == 0
+
+
+def test_run_option_choices_mirror_the_run_settings() -> None:
+    from pytest_lagscale import options
+    from pytest_lagscale.experiment import settings
+
+    assert (options.PLATFORMS, options.SCALES, options.BALANCERS) == \
+        (settings.PLATFORMS, settings.SCALES, settings.BALANCERS)
+    assert (options.MAX_LAG_THRESHOLD, options.MAX_PARTITIONS) == \
+        (settings.MAX_LAG_THRESHOLD, settings.MAX_PARTITIONS)
+
+
+_SWEEP_FIX = "comma-separated for a sweep (e.g. 1000,10000,100000)"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--lag-threshold=0"],
+                     "*--lag-threshold: 0 is out of range; allowed: integers in "
+                     f"[1, 10,000,000] records, {_SWEEP_FIX}", id="lag-threshold-zero"),
+        pytest.param(["--lag-threshold=10000001"],
+                     "*--lag-threshold: 10000001 is out of range; allowed: integers in "
+                     f"[1, 10,000,000] records, {_SWEEP_FIX}", id="lag-threshold-too-big"),
+        pytest.param(["--lag-threshold=1000,lots"],
+                     "*--lag-threshold: 'lots' is not an integer; allowed: integers in "
+                     f"[1, 10,000,000] records, {_SWEEP_FIX}", id="lag-threshold-not-int"),
+        pytest.param(["--lag-threshold=1000,1000"],
+                     "*--lag-threshold: '1000,1000' repeats 1000; list each value of the sweep "
+                     "once", id="lag-threshold-repeated"),
+        pytest.param(["--partitions=0"],
+                     "*--partitions: 0 is out of range; allowed: an integer in [1, 1,024] "
+                     "partitions", id="partitions-zero"),
+        pytest.param(["--partitions=2048"],
+                     "*--partitions: 2048 is out of range; allowed: an integer in [1, 1,024] "
+                     "partitions", id="partitions-too-many"),
+        pytest.param(["--balancer=sticky"], "*argument --balancer: invalid choice: 'sticky'*",
+                     id="balancer-unknown"),
+        pytest.param(["--platform=k8s"], "*argument --platform: invalid choice: 'k8s'*",
+                     id="platform-unknown"),
+        pytest.param(["--lagscale-scale=huge"],
+                     "*argument --lagscale-scale: invalid choice: 'huge'*", id="scale-unknown"),
+        pytest.param(["--profile=missing.yaml"],
+                     "ERROR: --profile: 'missing.yaml' is not a readable file; give the path of "
+                     "a traffic profile YAML, e.g. fixtures/profiles/spike-ci.yaml",
+                     id="profile-missing"),
+        pytest.param(["--lagscale-baseline=missing.json"],
+                     "ERROR: --lagscale-baseline: 'missing.json' does not exist; give a "
+                     "benchmark JSON file or a directory of <run label>.json files",
+                     id="baseline-missing"),
+        pytest.param(["--lagscale-baseline=test_x.py"],
+                     "ERROR: --lagscale-baseline: test_x.py: is not JSON (*); pass a file "
+                     "written by write_document", id="baseline-not-json"),
+        pytest.param(["--lagscale-out=test_x.py"],
+                     "ERROR: --lagscale-out: 'test_x.py' is a file, not a directory; give a "
+                     "directory (created when missing)", id="out-is-a-file"),
+    ],
+)
+def test_bad_run_option_values_are_usage_errors(pytester: pytest.Pytester, args: list[str],
+                                                message: str) -> None:
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([_literal_brackets(message)])
+
+
+def _literal_brackets(pattern: str) -> str:
+    """``pattern`` with ``[`` matching itself (fnmatch reads it as a character class)."""
+    return pattern.replace("[", "[[]")
+
+
+def test_a_bad_baseline_in_a_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="def test_x(): pass")
+    pytester.mkdir("baselines").joinpath("spike-ci.json").write_text('{"schema_version": 99}')
+    result = pytester.runpytest("--lagscale-baseline=baselines")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --lagscale-baseline: baselines*spike-ci.json: "
+                                 "'schema_version' 99 is not one of [[]1]; upgrade "
+                                 "pytest-lagscale"])
+
+
+# -- fixtures with a fake runner (no Kafka) --------------------------------------------------
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+FAKE_CONFTEST = """
+import json
+from pathlib import Path
+
+import pytest
+
+CALLS = []
+DOCUMENT = {document!r}
+
+
+class FakeResult:
+    def __init__(self, settings, run_dir, doc):
+        self.settings, self.run_dir, self._doc = settings, run_dir, doc
+        self.benchmark_path = run_dir / "benchmark.json"
+        self.benchmark_path.write_text(json.dumps(doc))
+        self.metrics = {{k: m["value"] for k, m in doc["metrics"].items()}}
+
+    def document(self):
+        return self._doc
+
+    def check(self, name, value, threshold, passed):
+        return passed
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster():
+    return "fake-cluster"
+
+
+@pytest.fixture(scope="session")
+def lagscale_runner():
+    def run(settings, *, cluster, progress):
+        assert cluster == "fake-cluster"
+        CALLS.append(settings)
+        if {fail!r}:
+            raise RuntimeError("broker went away")
+        run_dir = Path(settings.out_dir) / settings.label()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return FakeResult(settings, run_dir, json.loads(Path(DOCUMENT).read_text()))
+    return run
+
+
+@pytest.fixture
+def calls():
+    return CALLS
+"""
+
+
+def _fake(pytester: pytest.Pytester, document: str = "current_v1.json",
+          fail: bool = False) -> None:
+    pytester.makeconftest(FAKE_CONFTEST.format(document=str(GOLDEN / document), fail=fail))
+
+
+def test_a_lag_threshold_list_parametrizes_each_run_test(pytester: pytest.Pytester) -> None:
+    _fake(pytester)
+    pytester.makepyfile("""
+        import pytest
+
+        def test_settings(lagscale_settings, request):
+            assert f"lt{lagscale_settings.lag_threshold}" == request.node.callspec.id
+
+        def test_run(lagscale_run):
+            assert lagscale_run().settings.label().startswith("spike-ci-lt")
+
+        @pytest.mark.parametrize("lag_threshold", [7], ids=["own"])
+        def test_own_sweep(lagscale_settings):
+            assert lagscale_settings.lag_threshold == 7
+
+        def test_plain():
+            pass
+    """)
+    result = pytester.runpytest("--lag-threshold=1000,10000,100000", "-v")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines([
+        "*::test_settings[[]lt1000[]] PASSED*", "*::test_settings[[]lt10000[]] PASSED*",
+        "*::test_settings[[]lt100000[]] PASSED*", "*::test_run[[]lt1000[]] PASSED*",
+        "*::test_run[[]lt10000[]] PASSED*", "*::test_run[[]lt100000[]] PASSED*",
+        "*::test_own_sweep[[]own[]] PASSED*", "*::test_plain PASSED*",
+    ])
+
+
+def test_settings_follow_the_options(pytester: pytest.Pytester) -> None:
+    _fake(pytester)
+    pytester.makepyfile(f"""
+        from pathlib import Path
+
+        PROFILES = Path({str(Path(__file__).resolve().parents[1] / "fixtures" / "profiles")!r})
+
+        def test_settings(lagscale_settings):
+            s = lagscale_settings
+            assert (s.profile, s.scale, s.lag_threshold, s.balancer, s.partitions, s.out_dir) \\
+                == (PROFILES / "spike.yaml", "full", 5000, "range", 24, Path("out"))
+            assert s.label() == "spike-lt5000-range-p24"
+
+        def test_named_profile_resolves_by_scale(lagscale_run):
+            assert lagscale_run("bursty").settings.profile == PROFILES / "bursty.yaml"
+    """)
+    result = pytester.runpytest("--lag-threshold=5000", "--balancer=range", "--partitions=24",
+                                "--lagscale-scale=full", "--lagscale-out=out")
+    result.assert_outcomes(passed=2)
+
+
+def test_profile_option_wins_over_the_test_profile(pytester: pytest.Pytester) -> None:
+    _fake(pytester)
+    profile = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "bursty-ci.yaml"
+    pytester.makepyfile(f"""
+        from pathlib import Path
+
+        def test_run(lagscale_run):
+            assert lagscale_run("spike").settings.profile == Path({str(profile)!r})
+    """)
+    result = pytester.runpytest(f"--profile={profile}")
+    result.assert_outcomes(passed=1)
+
+
+def test_tests_asking_for_the_same_run_share_one_result(pytester: pytest.Pytester) -> None:
+    _fake(pytester)
+    pytester.makepyfile("""
+        import pytest
+
+        def test_exp2(lagscale_run):
+            assert lagscale_run().settings.graceful
+
+        @pytest.mark.parametrize("graceful", [True, False])
+        def test_exp6(lagscale_run, graceful):
+            assert lagscale_run(graceful=graceful).settings.graceful is graceful
+
+        def test_calls(calls):
+            assert [s.label() for s in calls] == ["spike-ci", "spike-ci-sigkill"]
+    """)
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*= lagscale runs =*",
+                                 "spike-ci: run dir lagscale-runs*spike-ci, benchmark "
+                                 "lagscale-runs*spike-ci*benchmark.json (2 test(s))",
+                                 "spike-ci-sigkill: run dir *(1 test(s))"])
+
+
+def test_a_failed_run_is_not_repeated(pytester: pytest.Pytester) -> None:
+    _fake(pytester, fail=True)
+    pytester.makepyfile("""
+        def test_first(lagscale_run):
+            lagscale_run()
+
+        def test_second(lagscale_run, calls):
+            try:
+                lagscale_run()
+            finally:
+                assert len(calls) == 1
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "*RuntimeError: broker went away",
+        "*lagscale_run: the shared run 'spike-ci' failed in test_a_failed_run_is_not_repeated.py"
+        "::test_first: RuntimeError: broker went away"])
+
+
+def test_bad_settings_fail_the_test_naming_the_option(pytester: pytest.Pytester) -> None:
+    _fake(pytester)
+    pytester.makepyfile("""
+        def test_run(lagscale_run):
+            lagscale_run(engine="jvm")
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*lagscale_run: bad settings:",
+                                 "*--engine: got 'jvm'; allowed: spark, arrow"])
+
+
+# -- the baseline gate -----------------------------------------------------------------------
+RUN_TWICE = """
+    def test_exp2(lagscale_run):
+        lagscale_run()
+
+    def test_exp6(lagscale_run):
+        lagscale_run(graceful=False)
+"""
+
+
+def test_a_regression_fails_the_session_with_a_table(pytester: pytest.Pytester) -> None:
+    _fake(pytester, document="current_v1.json")
+    pytester.makepyfile(RUN_TWICE)
+    result = pytester.runpytest(f"--lagscale-baseline={GOLDEN / 'baseline_v1.json'}")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*spike-ci vs baseline: fail*",
+        "*metric*unit*better*baseline*current*change*status*",
+        "*reaction_time_s*s*lower*60*80*+33.3%*regression*",
+        "*  reaction_time_s: 60 -> 80 s (+33.3%), worse than the 10.0% tolerance "
+        "(lower_is_better)",
+        "spike-ci: fail (baseline *baseline_v1.json)",
+        "*spike-ci-sigkill vs baseline: fail*",
+        "lagscale: regression against --lagscale-baseline; the session fails (exit status 1)",
+    ])
+
+
+def test_no_regression_passes_the_session(pytester: pytest.Pytester) -> None:
+    _fake(pytester, document="baseline_v1.json")
+    pytester.makepyfile(RUN_TWICE)
+    result = pytester.runpytest(f"--lagscale-baseline={GOLDEN / 'baseline_v1.json'}")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*spike-ci vs baseline: pass*", "spike-ci: pass (baseline *)"])
+    result.stdout.no_fnmatch_line("*the session fails*")
+
+
+def test_a_baseline_directory_matches_runs_by_label(pytester: pytest.Pytester) -> None:
+    _fake(pytester, document="current_v1.json")
+    pytester.makepyfile(RUN_TWICE)
+    folder = pytester.mkdir("baselines")
+    folder.joinpath("spike-ci-sigkill.json").write_text((GOLDEN / "current_v1.json").read_text())
+    result = pytester.runpytest("--lagscale-baseline=baselines")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "spike-ci: no baseline (baselines*spike-ci.json does not exist)",
+        "*spike-ci-sigkill vs baseline: pass*",
+        "spike-ci-sigkill: pass (baseline baselines*spike-ci-sigkill.json)",
+    ])
+
+
+def test_a_regression_does_not_hide_failed_tests(pytester: pytest.Pytester) -> None:
+    _fake(pytester, document="current_v1.json")
+    pytester.makepyfile("""
+        def test_exp2(lagscale_run):
+            assert lagscale_run().check("reaction_time_s < 90", 120, 90, False)
+    """)
+    result = pytester.runpytest(f"--lagscale-baseline={GOLDEN / 'baseline_v1.json'}")
+    result.assert_outcomes(failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["spike-ci: fail (baseline *)"])

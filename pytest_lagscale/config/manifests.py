@@ -37,7 +37,7 @@ def manifest_paths(scale: str, k8s_dir: str | Path | None = None) -> dict[str, P
                           f"use ci or full")
     base = Path(k8s_dir) if k8s_dir is not None else K8S_DIR
     suffix = "-ci" if scale == "ci" else ""
-    return {"deployment": base / "consumer-deployment.yaml",
+    return {"deployment": base / f"consumer-deployment{suffix}.yaml",
             "scaled_object": base / f"scaledobject{suffix}.yaml",
             "cpu_hpa": base / f"hpa-cpu{suffix}.yaml"}
 

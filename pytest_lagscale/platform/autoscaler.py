@@ -156,6 +156,10 @@ class LocalAutoscaler:
         event = record.pop("event")
         self.events.emit(event, **record, ready_replicas=self.deployment.ready_replicas)
         if decision.replicas_after != decision.replicas_before:
+            # The analysis's one name for "the controller changed the scale" (reaction time's
+            # detection ends at the first one with desired_replicas > current_replicas).
+            self.events.emit("decision", via=event, desired_replicas=decision.replicas_after,
+                             current_replicas=decision.replicas_before)
             self.deployment.scale(decision.replicas_after)
         return decision
 

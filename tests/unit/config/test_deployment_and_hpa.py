@@ -28,7 +28,7 @@ def test_committed_deployment() -> None:
     assert (replica.bootstrap, replica.topic, replica.group, replica.balancer, replica.commit) == (
         "lagscale-kafka:9092", "events", "enrich", "cooperative-sticky", "manual")
     assert (replica.process_ms, replica.inflight, replica.drain_timeout_s, replica.metrics_port, replica.store) == (
-        5.0, 500, 30.0, 9400, "/data/store")
+        5.0, 8, 30.0, 9400, "/data/store")
     assert (config.readiness.path, config.readiness.port, config.readiness.period_s) == ("/ready", 9400, 2)
     assert config.argv[:3] == ("python", "-m", "spark_consumer")
 
@@ -167,6 +167,7 @@ def test_cross_file_disagreements() -> None:
 def test_manifest_paths_per_scale(scale: str, suffix: str) -> None:
     paths = manifest_paths(scale)
     assert paths["scaled_object"].name == f"scaledobject{suffix}.yaml"
+    assert paths["deployment"].name == f"consumer-deployment{suffix}.yaml"
     assert all(path.is_file() for path in paths.values())
     assert load_manifests(**paths).scaled_object is not None
 

@@ -92,6 +92,15 @@ def test_event_log_replays_to_the_same_hpa_decisions(tmp_path) -> None:
     assert replayed == [e["replicas_after"] for e in syncs]
 
 
+def test_every_scale_change_is_one_decision_event(tmp_path) -> None:
+    _, _, deployment = _run(tmp_path, [(0, 0), (10, 4000), (40, 0)], until_s=150)
+    decisions = [e for e in read_events(tmp_path / "controller.events.jsonl")
+                 if e["event"] == "decision"]
+    assert [e["desired_replicas"] for e in decisions] == deployment.scaled_to
+    assert all(e["desired_replicas"] != e["current_replicas"] for e in decisions)
+    assert decisions[0]["desired_replicas"] > decisions[0]["current_replicas"]
+
+
 def test_lag_read_failures_are_trigger_errors_not_crashes(tmp_path) -> None:
     so = load_scaled_object("k8s/scaledobject-ci.yaml")
     lag, deployment = ScriptedLag(), CountingDeployment(desired_replicas=3)

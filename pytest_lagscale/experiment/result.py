@@ -1,0 +1,126 @@
+"""The outcome of one run: :class:`RunResult`, its benchmark JSON and its assertions.
+
+A test asserts through :meth:`RunResult.check`, which records the assertion (threshold, value,
+verdict) in ``benchmark.json`` and ``summary.md`` before the test's own ``assert`` — so a failing
+run leaves the same self-describing report as a passing one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ..analyze.measure import LOWER, METRICS, Measurements, RunSpec
+from ..report.benchjson import Assertion, BenchmarkRun, Inputs, build_document, metrics_from_flat
+from ..report.summary import write_summary
+from .settings import RunSettings
+
+#: Metrics a run adds to ``Measurements.flat()``: name -> (unit, direction).
+RUN_METRICS: dict[str, tuple[str, str]] = {
+    "lost_records": ("records", LOWER),
+    "duplicated_records": ("records", LOWER),
+    "produced_records": ("records", "higher_is_better"),
+    "run_wall_time_s": ("s", LOWER),
+}
+#: Relative tolerances for the baseline comparison (default 10 %): timing on a shared 2-core
+#: machine is noisy, counts of lost/duplicated records are not.
+TOLERANCES: dict[str, float] = {
+    "reaction_time_s": 0.5, "detection_s": 1.0, "actuation_s": 1.0, "cold_start_s": 1.0,
+    "join_s": 1.0, "first_fetch_s": 1.0, "peak_lag_records": 0.5,
+    "lag_build_up_rate_per_s": 0.5, "drain_time_s": 0.5, "max_dip": 1.0,
+    "max_recovery_s": 1.0, "scale_steps": 0.5, "replica_seconds": 0.3,
+    "replica_seconds_ratio": 0.3, "drain_time_ratio": 0.5, "run_wall_time_s": 0.3,
+    "lost_records": 0.0, "duplicated_records": 0.0,
+}
+
+
+@dataclass
+class RunResult:
+    """One analysed run.
+
+    Attributes:
+        settings: what the run was given.
+        run_dir: the run directory (``benchmark.json``, ``timeline.png``, ``summary.md``,
+            ``timeline.parquet``/``.csv``, ``events.jsonl``, ``manifest.json``, ``store/``).
+        spec: thresholds and bounds the analysis used.
+        measurements: every DESIGN.md measurement.
+        reconciliation: lost/duplicated from the Spark job, or None when it could not run.
+        timeline, events: the two recorded tables.
+        inputs: the run's inputs as written in the JSON.
+        artifacts: name -> path of every file the run left.
+        extra_metrics: values of :data:`RUN_METRICS`.
+        assertions: assertions recorded so far (by :meth:`check`).
+        machine_info, commit_info: the environment (see :mod:`.environment`).
+    """
+
+    settings: RunSettings
+    run_dir: Path
+    spec: RunSpec
+    measurements: Measurements
+    reconciliation: Any
+    timeline: pd.DataFrame
+    events: pd.DataFrame
+    inputs: Inputs
+    artifacts: dict[str, Path] = field(default_factory=dict)
+    extra_metrics: dict[str, float | None] = field(default_factory=dict)
+    assertions: list[Assertion] = field(default_factory=list)
+    machine_info: Mapping[str, Any] = field(default_factory=dict)
+    commit_info: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+
+    @property
+    def benchmark_path(self) -> Path:
+        """``<run_dir>/benchmark.json``."""
+        return self.run_dir / "benchmark.json"
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        """Metric name -> value (units in :data:`~..analyze.measure.METRICS` and
+        :data:`RUN_METRICS`); None = not measurable in this run."""
+        return {**self.measurements.flat(), **self.extra_metrics}
+
+    def document(self) -> dict[str, Any]:
+        """The benchmark JSON document (schema of :mod:`..report.benchjson`)."""
+        specs = {**METRICS, **RUN_METRICS}
+        run = BenchmarkRun(
+            inputs=self.inputs,
+            metrics=metrics_from_flat(self.metrics, specs, TOLERANCES),
+            assertions=tuple(self.assertions),
+            artifacts={name: str(path) for name, path in self.artifacts.items()},
+            machine_info=self.machine_info, commit_info=self.commit_info)
+        doc = build_document(run, self.created_at)
+        doc["run"] = {"label": self.settings.label(), "run_dir": str(self.run_dir),
+                      "reaction_replica": self.measurements.reaction.replica_id,
+                      "reaction_incomplete": self.measurements.reaction.reason,
+                      "reconciliation": (self.reconciliation.to_dict()
+                                         if self.reconciliation is not None else None)}
+        return doc
+
+    def write(self) -> Path:
+        """(Re)write ``benchmark.json`` and ``summary.md`` atomically; returns the JSON path."""
+        tmp = self.benchmark_path.with_name(".benchmark.json.tmp")
+        tmp.write_text(json.dumps(self.document(), indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, self.benchmark_path)
+        write_summary(self.run_dir / "summary.md", self.measurements, self.assertions,
+                      title=f"lagscale run {self.settings.label()}")
+        return self.benchmark_path
+
+    def check(self, name: str, value: float | None, threshold: float | None,
+              passed: bool) -> bool:
+        """Record one acceptance assertion and rewrite the reports; returns ``passed``.
+
+        Args:
+            name: what is asserted, e.g. ``"reaction_time_s < 90"``.
+            value: the measured value (None when it could not be measured).
+            threshold: the limit it is held to.
+            passed: the verdict (a None value should be passed as False).
+        """
+        self.assertions.append(Assertion(name, threshold, value, "pass" if passed else "fail"))
+        self.write()
+        return passed
