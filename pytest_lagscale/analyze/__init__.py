@@ -9,13 +9,14 @@ from .cost import (Baseline, baseline_at_min, ideal_drain_time_s, oracle_replica
 from .lag import Drain, PeakLag, drain, lag_build_up_rate, peak_lag
 from .measure import METRICS, Measurements, RunSpec, measure
 from .reaction import Reaction, reaction_time
+from .reconcile import Reconciliation, reconcile, reconcile_arrow
 from .steps import ScaleStep, direction_reversals, scale_steps
 from .tables import check_timeline, events_from_records, spike_window
 
 __all__ = [
-    "METRICS", "Baseline", "Drain", "Measurements", "PeakLag", "Reaction", "RunSpec",
-    "ScaleStep", "baseline_at_min", "check_timeline", "direction_reversals", "drain",
+    "METRICS", "Baseline", "Drain", "Measurements", "PeakLag", "Reaction", "Reconciliation",
+    "RunSpec", "ScaleStep", "baseline_at_min", "check_timeline", "direction_reversals", "drain",
     "events_from_records", "ideal_drain_time_s", "lag_build_up_rate", "measure",
-    "oracle_replica_seconds", "oracle_replicas", "peak_lag", "reaction_time",
-    "replica_seconds", "scale_steps", "spike_window",
+    "oracle_replica_seconds", "oracle_replicas", "peak_lag", "reaction_time", "reconcile",
+    "reconcile_arrow", "replica_seconds", "scale_steps", "spike_window",
 ]

@@ -1,0 +1,189 @@
+"""A small local SparkSession with its own JVM, for the harness's batch jobs (reconciliation).
+
+:class:`LocalSpark` starts a ``local[1]`` session (:data:`SPARK_SETTINGS`, no UI, loopback only)
+through its own py4j gateway and stops both the session and the JVM, also when the start failed
+half-way, so no JVM outlives the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import LagscaleError
+
+log = logging.getLogger(__name__)
+
+DRIVER_MEMORY = "384m"
+"""Heap of the reconciliation JVM: the aggregation and the join spill to disk beyond it.
+``spark.testing.reservedMemory`` lowers Spark's 300 MB reserve (without it any heap under
+450 MB is refused at start), as in ``spark_consumer/engine/spark.py``."""
+JAVA_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-XX:-UsePerfData")
+"""JVM options: serial GC and C1 only. The job's first query is dominated by class loading and
+code generation; C1 alone roughly halved start plus first query on the 2-core machine."""
+SPARK_SETTINGS: dict[str, str] = {
+    "spark.master": "local[1]",
+    "spark.driver.memory": DRIVER_MEMORY,
+    "spark.testing.reservedMemory": str(32 * 1024 * 1024),
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.eventLog.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+"""Settings of :class:`LocalSpark`: one core, one shuffle partition, loopback only, no UI.
+:class:`LocalSpark` adds ``spark.driver.extraClassPath`` (Spark's core jars first: every job's
+closure cleaning reads class files through the class path, and a miss walks ~280 jars in
+alphabetical order; measured in ``spark_consumer/engine/spark.py``), ``spark.local.dir`` (a
+temporary directory, removed on stop) and ``spark.driver.extraJavaOptions``."""
+_CORE_JAR_PREFIXES = (
+    "spark-sql_", "spark-core_", "spark-catalyst_", "spark-sql-api_", "spark-common-utils_",
+    "spark-unsafe_", "spark-network-common_", "scala-library-", "scala-reflect-", "arrow-",
+    "py4j-", "json4s-", "jackson-core-", "jackson-databind-", "log4j-",
+)
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n
+"""
+
+class LocalSpark:
+    """A SparkSession of its own JVM (:data:`SPARK_SETTINGS`), stopped with the JVM.
+
+    ``start()`` launches the py4j gateway JVM and a ``local[1]`` session; ``stop()`` stops the
+    session, shuts the gateway down, closes the JVM's stdin (its exit signal), waits up to
+    ``timeout_s`` and kills it if needed. As a context manager it stops on exit, also when
+    ``start`` failed half-way.
+
+    Args:
+        app_name: Spark application name.
+        settings: extra Spark settings over :data:`SPARK_SETTINGS`.
+
+    Raises:
+        ImportError: from :meth:`start` when pyspark is not installed.
+        LagscaleError: from :meth:`start` when another SparkContext is active in this process,
+            or when the JVM or the SparkContext failed to start (nothing is left running).
+    """
+
+    def __init__(self, app_name: str = "lagscale-reconcile",
+                 settings: dict[str, str] | None = None):
+        self._app_name = app_name
+        self._settings = {**SPARK_SETTINGS, **(settings or {})}
+        self._workdir: Path | None = None
+        self._gateway: Any = None
+        self.session: Any = None
+
+    def start(self) -> "LocalSpark":
+        """Launch the JVM and the session; returns self (idempotent)."""
+        if self.session is not None:
+            return self
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
+        from pyspark.sql import SparkSession
+
+        if SparkContext._active_spark_context is not None:
+            raise LagscaleError("reconcile: a SparkContext is already active in this process; "
+                                "pass its SparkSession as spark= instead")
+        self._workdir = Path(tempfile.mkdtemp(prefix="lagscale-reconcile-"))
+        (self._workdir / "log4j2.properties").write_text(_LOG4J2)
+        java = [*JAVA_OPTIONS,
+                f"-Dlog4j2.configurationFile=file:{self._workdir / 'log4j2.properties'}"]
+        conf = SparkConf(loadDefaults=False).setAppName(self._app_name)
+        for key, value in {"spark.driver.extraClassPath": _core_jars_first(), **self._settings,
+                           "spark.local.dir": str(self._workdir),
+                           "spark.driver.extraJavaOptions": " ".join(java)}.items():
+            conf.set(key, value)
+        try:
+            self._gateway = launch_gateway(conf)
+            sc = SparkContext(conf=conf, gateway=self._gateway)
+            sc.setLogLevel("ERROR")
+            self.session = SparkSession(sc)
+        except Exception as exc:
+            reason = _summary(exc)  # before stop(): a py4j error's text comes from the JVM
+            self.stop()
+            raise LagscaleError(f"reconcile: Spark did not start ({reason}); check the JDK "
+                                "(java -version) and the Spark settings") from exc
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the session and the JVM (waiting up to ``timeout_s`` before killing it)."""
+        from pyspark import SparkContext
+
+        try:
+            if self.session is not None:
+                self.session.stop()
+        finally:
+            self.session = None
+            if self._gateway is not None:
+                _shutdown_gateway(self._gateway, timeout_s)
+                if SparkContext._gateway is self._gateway:
+                    SparkContext._gateway = None
+                    SparkContext._jvm = None
+                self._gateway = None
+            if self._workdir is not None:
+                shutil.rmtree(self._workdir, ignore_errors=True)
+                self._workdir = None
+
+    def __enter__(self) -> "LocalSpark":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _summary(exc: BaseException) -> str:
+    """One line of an exception: a py4j error's Java exception line, else its first line."""
+    try:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    except Exception:  # py4j renders the message through the JVM, which may be gone
+        return type(exc).__name__
+    java = [line[2:] for line in lines if line.startswith(": ")]
+    line = (java or lines or [type(exc).__name__])[0]
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _core_jars_first() -> str:
+    """Class path of the jars Spark touches on every job ("" when SPARK_HOME has no jars/)."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    jars = Path(_find_spark_home()) / "jars"
+    if not jars.is_dir():
+        return ""
+    return ":".join(str(j) for j in sorted(jars.glob("*.jar"))
+                    if j.name.startswith(_CORE_JAR_PREFIXES))
+
+
+def _shutdown_gateway(gateway: Any, timeout_s: float) -> None:
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception:  # the JVM may be gone already; it is waited for or killed below
+        log.debug("reconcile: py4j gateway shutdown failed", exc_info=True)
+    if proc is None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()  # PythonGatewayServer exits on stdin EOF
+    try:
+        proc.wait(timeout=timeout_s)
+        log.debug("reconcile: JVM %d exited", proc.pid)
+    except subprocess.TimeoutExpired:
+        log.warning("reconcile: JVM %d did not exit within %.1f s; killing it", proc.pid,
+                    timeout_s)
+        proc.kill()
+        proc.wait()
