@@ -12,12 +12,30 @@ Footprint choices (measured in ``benchmarks/test_consumer_footprint.py``):
   each miss walked most of them.
 * ``spark.sql.execution.arrow.localRelationThreshold=0``: the Arrow batch becomes an RDD, not a
   ``LocalRelation``, so the analyzer does not walk every row of it in each rule.
-* The dimension table is created, cached and materialised once; the broadcast-join plan's
-  columns are built once; each batch costs one ``createDataFrame`` and one ``toArrow``.
-* Each batch's broadcast of the dimension is destroyed as soon as the batch is collected.
-  Left to Spark's ContextCleaner (which acts only after a GC found the broadcast unreachable),
-  the relations piled up in the driver's memory store: with a 128 MB heap this measured about
-  two full GCs per 5k-record batch and 2.5x the engine time.
+* The join is a shuffled hash join with no exchange: the dimension is cached once as one
+  partition (``coalesce(1)``, hint ``shuffle_hash``) and each batch is ``coalesce(1)``-ed, so
+  both sides report ``SinglePartition`` and EnsureRequirements adds nothing
+  (``spark.sql.defaultSizeInBytes`` / ``maxSinglePartitionBytes`` let its single-partition
+  shortcut apply). The hash table of the 10k-row dimension is built inside the batch's one
+  task. The broadcast hash join it replaced ran a second job per batch (collect the dimension,
+  build and broadcast the relation, then destroy it): 200-220 ms of JVM CPU per 5k batch
+  against 130-160 ms now (same session, interleaved, 2 cores at load 5-7).
+* Everything about the query that can be built once is: the dimension, the JVM ``Seq`` of the
+  projections and join keys, the output schema. A batch is 7 py4j calls of planning (was ~128:
+  pyspark converts each column list element by element), then ``toArrow``.
+* The block manager's two endpoint thread pools are cut to one core thread
+  (:func:`_shrink_block_manager_pools`): Spark makes them core = max = 100, so the removal of
+  each job's task-binary broadcast started one more thread until 200 idle threads held ~25 MB
+  (JVM threads 260 -> 44).
+* Measured floor of the rest (NMT + smaps, 2 cores, JDK 17, after 80 batches): JVM ~380 MB =
+  heap ~119 MB committed (old generation holds ~60 MB live after a full GC: the session's
+  function registry, parser, Scala reflection, ~113k strings; -Xmx96m measured +70 % JVM CPU
+  per batch from GC, for -6 MB of RSS) + class data ~150 MB for ~19,800 classes (the CDS
+  archive maps ~152 MB; without it metaspace + symbols + class space are ~165 MB) + code cache
+  ~29 MB + malloc ~20 MB; Python ~100 MB (pyarrow + numpy ~60 MB of it, pandas refused).
+  The CDS archive is relocated at start (this JDK defaults to ``ArchiveRelocationMode=1``),
+  which dirties 120 of its 152 MB; ``-XX:ArchiveRelocationMode=0`` (diagnostic) measured 53 MB
+  dirty, the rest clean file pages shared between replicas, but psutil RSS counts them all.
 * A class-data-sharing archive, when prepared (:mod:`spark_consumer.engine.cds`), cuts the
   engine start by ~4 s.
 * The JVM ignores SIGTERM/SIGINT (started through a ``trap '' TERM INT`` wrapper), so a SIGTERM
@@ -46,6 +64,7 @@ from .base import ENRICHED_SCHEMA
 log = logging.getLogger(__name__)
 
 DRIVER_MEMORY = "128m"
+PLAN = "single-partition-shuffled-hash-join"
 JAVA_OPTIONS = (
     "-XX:+UseSerialGC",
     "-Xms16m",
@@ -71,11 +90,17 @@ SPARK_SETTINGS: dict[str, str] = {
     "spark.default.parallelism": "1",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # Both join sides are single partitions: with these, EnsureRequirements adds no exchange
+    # (its single-partition shortcut compares plan statistics, which default to Long.MaxValue).
+    "spark.sql.defaultSizeInBytes": str(64 * 1024 * 1024),
+    "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
     "spark.sql.execution.arrow.localRelationThreshold": "0",
     "spark.sql.broadcastExchange.maxThreadThreshold": "1",
+    "spark.resultGetter.threads": "1",
+    "spark.shuffle.mapOutput.dispatcher.numThreads": "1",
     "spark.rpc.netty.dispatcher.numThreads": "1",
     "spark.rpc.io.serverThreads": "1",
     "spark.rpc.io.clientThreads": "1",
@@ -142,6 +167,7 @@ class SparkEngine:
         sc = SparkContext(conf=conf, gateway=self._gateway)
         sc.setLogLevel("ERROR")
         self._spark = SparkSession(sc)
+        self.shrunk_pools = _shrink_block_manager_pools(sc)
         self._plan = _Plan(self._spark, self._dimension)
         self.enrich(_warmup_records(64))
         return self
@@ -197,53 +223,94 @@ class SparkEngine:
 
 
 class _Plan:
-    """Everything about the query that can be built once: dimension, columns, projections."""
+    """Everything about the query that can be built once (see the module docstring).
+
+    Per batch: ``createDataFrame`` (one Arrow batch -> one partition), ``coalesce(1)`` (so the
+    side reports ``SinglePartition``), the prebuilt projection, a shuffled hash join against the
+    cached single-partition dimension (no exchange, no broadcast, no second job), the prebuilt
+    output projection and ``toArrow``: seven py4j calls of planning instead of ~120.
+    """
 
     def __init__(self, spark: Any, dimension: pa.Table):
         from pyspark.sql import functions as F
+        from pyspark.sql.classic.column import _to_seq
 
         self._spark = spark
-        dim = spark.createDataFrame(dimension).cache()
+        sc = spark.sparkContext
+        dim = spark.createDataFrame(dimension).coalesce(1).hint("shuffle_hash").cache()
         dim.count()
-        self._dimension = F.broadcast(dim)
+        self._dim = dim._jdf
         buckets = F.lit(dimension.num_rows)
-        self._with_bucket = [
+        with_bucket = [
             *(F.col(c) for c in ("row", "partition", "offset", "seq", "entity_id", "ts_ns",
                                  "processed_at_ns")),
             F.pmod(F.col("entity_id"), buckets).cast("int").alias("bucket"),
             ((F.col("processed_at_ns").cast("double") - F.col("ts_ns").cast("double"))
              / F.lit(1e6)).alias("event_lag_ms"),
         ]
-        self._output = [F.col(c) for c in ENRICHED_SCHEMA.names]
-        self._release = True
+        self._with_bucket = _to_seq(sc, [c._jc for c in with_bucket])
+        self._on = _to_seq(sc, ["bucket"])
+        self._output = _to_seq(sc, [F.col(c)._jc for c in ENRICHED_SCHEMA.names])
+        self._schema: Any = None
+
+    def query(self, records: pa.Table) -> Any:
+        """The batch's query as a pyspark DataFrame (not executed)."""
+        df = self._spark.createDataFrame(records)
+        jdf = (df._jdf.coalesce(1).select(self._with_bucket)
+               .join(self._dim, self._on, "left").select(self._output))
+        out = type(df)(jdf, self._spark)
+        if self._schema is None:
+            self._schema = out.schema
+        out._schema = self._schema  # the output schema is constant: no py4j call per batch
+        return out
 
     def run(self, records: pa.Table) -> pa.Table:
-        df = self._spark.createDataFrame(records)
-        joined = df.select(*self._with_bucket).join(self._dimension, "bucket", "left")
-        query = joined.select(*self._output)
-        table = query.toArrow()
-        self._release_broadcasts(query)
-        return table
-
-    def _release_broadcasts(self, query: Any) -> None:
-        """Destroy the broadcasts the query made (see the module docstring)."""
-        if not self._release:
-            return
-        try:
-            for exchange in _broadcast_exchanges(query._jdf.queryExecution().executedPlan()):
-                exchange.relationFuture().get().destroy()
-        except Exception:  # Spark internals moved: fall back to the ContextCleaner
-            log.warning("spark engine: cannot destroy per-batch broadcasts; leaving them to "
-                        "Spark's ContextCleaner", exc_info=True)
-            self._release = False
+        return self.query(records).toArrow()
 
 
-def _broadcast_exchanges(plan: Any) -> list[Any]:
-    """The BroadcastExchange nodes of a JVM physical plan (depth-first)."""
-    if plan.nodeName() == "BroadcastExchange":
-        return [plan]
-    children = plan.children()
-    return [x for i in range(children.size()) for x in _broadcast_exchanges(children.apply(i))]
+def _shrink_block_manager_pools(sc: Any) -> int:
+    """Give the block manager's endpoint thread pools one core thread instead of 100.
+
+    Spark builds them as ``ThreadPoolExecutor(100, 100)`` (core = max): every task submitted
+    below 100 threads starts a new thread, so the removal of each job's task-binary broadcast
+    (one per batch, by the ContextCleaner) added a thread until both pools held 100 (200 idle
+    threads, ~25 MB of stacks and thread-local malloc). Removals are sequential anyway
+    (``spark.cleaner.referenceTracking.blocking``). Returns how many pools were changed (0 when
+    Spark's internals moved; nothing else depends on it).
+    """
+    jvm = sc._jvm
+    try:
+        tpe = jvm.java.lang.Class.forName("java.util.concurrent.ThreadPoolExecutor")
+        # Only reflection on SparkEnv: py4j's own method lookup on it fails (a method signature
+        # names protobuf classes that are not on the class path).
+        env = _private(jvm, sc._jsc.sc(), "org.apache.spark.SparkContext", "_env")
+        rpc_env = _private(jvm, env, "org.apache.spark.SparkEnv", "rpcEnv")
+        dispatcher = _private(jvm, rpc_env, "org.apache.spark.rpc.netty.NettyRpcEnv", "dispatcher")
+        refs = _private(jvm, dispatcher, "org.apache.spark.rpc.netty.Dispatcher", "endpointRefs")
+        changed = 0
+        for endpoint in refs.keySet():
+            cls = endpoint.getClass()
+            if not cls.getName().startswith("org.apache.spark.storage.BlockManager"):
+                continue
+            for field in cls.getDeclaredFields():
+                if tpe.isAssignableFrom(field.getType()):
+                    field.setAccessible(True)
+                    field.get(endpoint).setCorePoolSize(1)
+                    changed += 1
+        return changed
+    except Exception:  # a different Spark: keep its pools
+        log.warning("spark engine: cannot shrink the block manager thread pools", exc_info=True)
+        return 0
+
+
+def _private(jvm: Any, obj: Any, class_name: str, name: str) -> Any:
+    """Field ``name`` (or Scala's mangled ``...$$name``) of a JVM object, by reflection."""
+    cls = jvm.java.lang.Class.forName(class_name)
+    for field in cls.getDeclaredFields():
+        if field.getName() == name or field.getName().endswith("$$" + name):
+            field.setAccessible(True)
+            return field.get(obj)
+    raise LookupError(f"{class_name}.{name}")
 
 
 _CORE_JAR_PREFIXES = (
@@ -255,7 +322,8 @@ _CORE_JAR_PREFIXES = (
 
 def cds_archive() -> Path:
     """Path of the CDS archive matching the default JVM settings (it may not exist)."""
-    return cds.archive_path(JAVA_OPTIONS, _core_jars_first())
+    # PLAN names the query the training run warms up: a new plan loads other classes.
+    return cds.archive_path((*JAVA_OPTIONS, f"plan={PLAN}"), _core_jars_first())
 
 
 def _core_jars_first() -> str:
