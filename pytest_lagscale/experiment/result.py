@@ -55,6 +55,8 @@ class RunResult:
         inputs: the run's inputs as written in the JSON.
         artifacts: name -> path of every file the run left.
         extra_metrics: values of :data:`RUN_METRICS`.
+        run_info: what the run was besides its inputs (topic, group, lagThreshold, replica
+            bounds, per-replica capacity, graceful drain, settled, files), under ``run``.
         assertions: assertions recorded so far (by :meth:`check`).
         machine_info, commit_info: the environment (see :mod:`.environment`).
     """
@@ -69,6 +71,7 @@ class RunResult:
     inputs: Inputs
     artifacts: dict[str, Path] = field(default_factory=dict)
     extra_metrics: dict[str, float | None] = field(default_factory=dict)
+    run_info: dict[str, Any] = field(default_factory=dict)
     assertions: list[Assertion] = field(default_factory=list)
     machine_info: Mapping[str, Any] = field(default_factory=dict)
     commit_info: Mapping[str, Any] = field(default_factory=dict)
@@ -95,7 +98,8 @@ class RunResult:
             artifacts={name: str(path) for name, path in self.artifacts.items()},
             machine_info=self.machine_info, commit_info=self.commit_info)
         doc = build_document(run, self.created_at)
-        doc["run"] = {"label": self.settings.label(), "run_dir": str(self.run_dir),
+        doc["run"] = {**self.run_info, "label": self.settings.label(),
+                      "run_dir": str(self.run_dir),
                       "reaction_replica": self.measurements.reaction.replica_id,
                       "reaction_incomplete": self.measurements.reaction.reason,
                       "reconciliation": (self.reconciliation.to_dict()

@@ -346,13 +346,14 @@ def _analyse(plan: RunPlan, run: _Run, timeline: Any, events: Any, reconciliatio
         profile=plan.profile.name, policy=plan.policy_name, balancer=plan.balancer,
         partitions=plan.profile.partitions, seed=plan.profile.seed, scale=plan.settings.scale,
         engine=plan.engine, versions=versions(kafka_version),
-        broker={**broker, "topic": run.topic, "group": run.group,
-                "lag_threshold": plan.lag_threshold, "min_replicas": plan.min_replicas,
-                "max_replicas": plan.max_replicas, "capacity_per_replica_per_s":
-                    plan.capacity_per_s, "graceful_drain": plan.settings.graceful,
-                "settled": run.settled, "profile_file": str(plan.settings.profile),
+        broker=broker)
+    run_info = {"topic": run.topic, "group": run.group, "lag_threshold": plan.lag_threshold,
+                "min_replicas": plan.min_replicas, "max_replicas": plan.max_replicas,
+                "capacity_per_replica_per_s": plan.capacity_per_s,
+                "graceful_drain": plan.settings.graceful, "settled": run.settled,
+                "profile_file": str(plan.settings.profile),
                 "scaled_object_file": plan.scaled_object.source,
-                "deployment_file": plan.deployment.source})
+                "deployment_file": plan.deployment.source}
     run_dir = run.run_dir
     spike = (measurements_spike(events) or plan.spike)
     png = write_timeline_png(timeline, run_dir / "timeline.png", spike=spike,
@@ -366,7 +367,7 @@ def _analyse(plan: RunPlan, run: _Run, timeline: Any, events: Any, reconciliatio
     result = RunResult(settings=plan.settings, run_dir=run_dir, spec=spec,
                        measurements=measurements, reconciliation=reconciliation,
                        timeline=timeline, events=events, inputs=inputs, artifacts=artifacts,
-                       extra_metrics=extra, machine_info=machine_info(),
+                       extra_metrics=extra, run_info=run_info, machine_info=machine_info(),
                        commit_info=commit_info())
     result.write()
     return result
