@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from spark_consumer.engine.spark import LOG4J2_PROPERTIES, core_jars_first, shutdown_gateway
 
 from ..errors import LagscaleError
 
@@ -44,20 +45,6 @@ SPARK_SETTINGS: dict[str, str] = {
 closure cleaning reads class files through the class path, and a miss walks ~280 jars in
 alphabetical order; measured in ``spark_consumer/engine/spark.py``), ``spark.local.dir`` (a
 temporary directory, removed on stop) and ``spark.driver.extraJavaOptions``."""
-_CORE_JAR_PREFIXES = (
-    "spark-sql_", "spark-core_", "spark-catalyst_", "spark-sql-api_", "spark-common-utils_",
-    "spark-unsafe_", "spark-network-common_", "scala-library-", "scala-reflect-", "arrow-",
-    "py4j-", "json4s-", "jackson-core-", "jackson-databind-", "log4j-",
-)
-_LOG4J2 = """\
-rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n
-"""
 
 class LocalSpark:
     """A SparkSession of its own JVM (:data:`SPARK_SETTINGS`), stopped with the JVM.
@@ -97,11 +84,11 @@ class LocalSpark:
             raise LagscaleError("reconcile: a SparkContext is already active in this process; "
                                 "pass its SparkSession as spark= instead")
         self._workdir = Path(tempfile.mkdtemp(prefix="lagscale-reconcile-"))
-        (self._workdir / "log4j2.properties").write_text(_LOG4J2)
+        (self._workdir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         java = [*JAVA_OPTIONS,
                 f"-Dlog4j2.configurationFile=file:{self._workdir / 'log4j2.properties'}"]
         conf = SparkConf(loadDefaults=False).setAppName(self._app_name)
-        for key, value in {"spark.driver.extraClassPath": _core_jars_first(), **self._settings,
+        for key, value in {"spark.driver.extraClassPath": core_jars_first(), **self._settings,
                            "spark.local.dir": str(self._workdir),
                            "spark.driver.extraJavaOptions": " ".join(java)}.items():
             conf.set(key, value)
@@ -127,7 +114,7 @@ class LocalSpark:
         finally:
             self.session = None
             if self._gateway is not None:
-                _shutdown_gateway(self._gateway, timeout_s)
+                shutdown_gateway(self._gateway, timeout_s)
                 if SparkContext._gateway is self._gateway:
                     SparkContext._gateway = None
                     SparkContext._jvm = None
@@ -156,34 +143,3 @@ def _summary(exc: BaseException) -> str:
     java = [line[2:] for line in lines if line.startswith(": ")]
     line = (java or lines or [type(exc).__name__])[0]
     return line if len(line) <= 300 else line[:297] + "..."
-
-
-def _core_jars_first() -> str:
-    """Class path of the jars Spark touches on every job ("" when SPARK_HOME has no jars/)."""
-    from pyspark.find_spark_home import _find_spark_home
-
-    jars = Path(_find_spark_home()) / "jars"
-    if not jars.is_dir():
-        return ""
-    return ":".join(str(j) for j in sorted(jars.glob("*.jar"))
-                    if j.name.startswith(_CORE_JAR_PREFIXES))
-
-
-def _shutdown_gateway(gateway: Any, timeout_s: float) -> None:
-    proc = getattr(gateway, "proc", None)
-    try:
-        gateway.shutdown()
-    except Exception:  # the JVM may be gone already; it is waited for or killed below
-        log.debug("reconcile: py4j gateway shutdown failed", exc_info=True)
-    if proc is None:
-        return
-    if proc.stdin is not None:
-        proc.stdin.close()  # PythonGatewayServer exits on stdin EOF
-    try:
-        proc.wait(timeout=timeout_s)
-        log.debug("reconcile: JVM %d exited", proc.pid)
-    except subprocess.TimeoutExpired:
-        log.warning("reconcile: JVM %d did not exit within %.1f s; killing it", proc.pid,
-                    timeout_s)
-        proc.kill()
-        proc.wait()

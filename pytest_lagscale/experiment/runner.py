@@ -101,7 +101,8 @@ def _total_lag(lag_source: Any) -> int | None:
 
 def _unique_run_dir(out_dir: Path, label: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = out_dir / f"{stamp}-{label}"
+    # Absolute: Prometheus resolves file_sd paths against its config file's directory.
+    base = out_dir.resolve() / f"{stamp}-{label}"
     path, n = base, 1
     while path.exists():
         n += 1

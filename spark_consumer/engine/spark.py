@@ -36,6 +36,35 @@ Footprint choices (measured in ``benchmarks/test_consumer_footprint.py``):
   The CDS archive is relocated at start (this JDK defaults to ``ArchiveRelocationMode=1``),
   which dirties 120 of its 152 MB; ``-XX:ArchiveRelocationMode=0`` (diagnostic) measured 53 MB
   dirty, the rest clean file pages shared between replicas, but psutil RSS counts them all.
+* Footprint experiments (micro-benchmark: engine alone in one process, 80 x 5k
+  batches, peak RSS of Python + JVM, median JVM CPU per batch; options interleaved; 2 cores
+  shared with another run, load 1.2-3.6):
+
+  - ``-Xmn16m`` (not kept): young generation fixed at 16 MB instead of ~1/3 of the heap. Micro:
+    peak RSS 455 vs 478-483 MB, heap committed 87-92 vs 108-116 MB, the same JVM CPU per batch.
+    ``-Xmn12m`` / ``-Xmn8m``: 450-453 MB, slower p90. But in the benchmark (interleaved with
+    the default, load 1.2-2.3) it saved only 15 MB under load (490-494 vs 505-509 MB) and
+    cost engine time: median 154 / 170 ms vs 125 / 152 ms, p90 265 / 280 vs 175 / 210 ms
+    (more minor collections inside the batch).
+  - ``spark.sql.codegen.wholeStage=false`` (+ ``factoryMode=NO_CODEGEN``): no gain. Classes
+    18,950 -> 18,790 (the CDS archive already holds Janino and the generated-code support),
+    the same metaspace and code cache, +10-20 % JVM CPU per batch (140-180 vs 130-150 ms).
+  - ``-XX:ArchiveRelocationMode=0``: the same RSS (480 MB): the pages it leaves clean are still
+    resident and counted; not kept (also a diagnostic option). ``MinHeapFreeRatio=5`` /
+    ``MaxHeapFreeRatio=10``: -2 to -4 MB, +6-9 % CPU; not kept.
+  - C1 thresholds raised x10 (``Tier3*Threshold``): code cache 26 -> 14 MB, peak -15 MB, but
+    +30 % JVM CPU per batch (x3: code cache 20 MB, peak -3 to -5 MB, +6 % CPU);
+    full tiered (C2): +60 % CPU over 80 batches. Neither kept.
+  - Python: pandas is already refused and ``MALLOC_ARENA_MAX=2`` / the system Arrow pool are
+    set by the replica launcher (``spark_consumer.__main__``); after start only pyarrow and
+    numpy of the big modules are loaded (Python RSS ~102 MB).
+  - Not done, measured: the live heap holds 30 MB of ``byte[]`` (117k, of which the 114k
+    strings are ~3-5 MB) and 5.5 MB of ``int[]``, probably mostly the central directories of
+    the 279 jars the class loader keeps open (279 ``ZipFile$Source``; not verified). A JVM
+    started from a SPARK_HOME whose ``jars/`` holds only the 74 jars classes were loaded from
+    (``-Xlog:class+load``) measured peak RSS 446 vs 466 MB, heap 82 vs 91 MB (both without
+    CDS). It would need a curated jar list per pyspark version and misses resources / error
+    paths of the jars left out.
 * A class-data-sharing archive, when prepared (:mod:`spark_consumer.engine.cds`), cuts the
   engine start by ~4 s.
 * The JVM ignores SIGTERM/SIGINT (started through a ``trap '' TERM INT`` wrapper), so a SIGTERM
@@ -114,7 +143,7 @@ SPARK_SETTINGS: dict[str, str] = {
     "spark.ui.retainedTasks": "100",
     "spark.sql.ui.retainedExecutions": "10",
 }
-_LOG4J2 = """\
+LOG4J2_PROPERTIES = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -173,7 +202,7 @@ class SparkEngine:
         return self
 
     def _spark_conf(self, workdir: Path) -> dict[str, str]:
-        (workdir / "log4j2.properties").write_text(_LOG4J2)
+        (workdir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         (workdir / "local").mkdir(exist_ok=True)
         java = [*JAVA_OPTIONS, *self._extra_java,
                 f"-Dlog4j2.configurationFile=file:{workdir / 'log4j2.properties'}"]
@@ -182,7 +211,7 @@ class SparkEngine:
             java += cds.use_options(archive)
             self.cds_archive = archive if archive.is_file() else None
         return {
-            "spark.driver.extraClassPath": _core_jars_first(),
+            "spark.driver.extraClassPath": core_jars_first(),
             **self._settings,
             "spark.local.dir": str(workdir / "local"),
             "spark.driver.extraJavaOptions": " ".join(java),
@@ -208,7 +237,7 @@ class SparkEngine:
                 self._spark = None
                 self._plan = None
         if self._gateway is not None:
-            _shutdown_gateway(self._gateway, jvm_exit_timeout_s)
+            shutdown_gateway(self._gateway, jvm_exit_timeout_s)
             self._gateway = None
             SparkContext._gateway = None
             SparkContext._jvm = None
@@ -323,11 +352,12 @@ _CORE_JAR_PREFIXES = (
 def cds_archive() -> Path:
     """Path of the CDS archive matching the default JVM settings (it may not exist)."""
     # PLAN names the query the training run warms up: a new plan loads other classes.
-    return cds.archive_path((*JAVA_OPTIONS, f"plan={PLAN}"), _core_jars_first())
+    return cds.archive_path((*JAVA_OPTIONS, f"plan={PLAN}"), core_jars_first())
 
 
-def _core_jars_first() -> str:
-    """Class path of the jars Spark touches on every job, to be searched before the rest."""
+def core_jars_first() -> str:
+    """Class path of the jars Spark touches on every job, to be searched before the rest
+    ('' when SPARK_HOME has no jars/). Also used by the harness's own Spark jobs."""
     from pyspark.find_spark_home import _find_spark_home
 
     jars = Path(_find_spark_home()) / "jars"
@@ -350,7 +380,9 @@ def _launch_gateway(conf: Any, workdir: Path) -> Any:
     return launch_gateway(conf, popen_kwargs={"executable": str(wrapper)})
 
 
-def _shutdown_gateway(gateway: Any, timeout_s: float = 5.0) -> None:
+def shutdown_gateway(gateway: Any, timeout_s: float = 5.0) -> None:
+    """Shut a py4j gateway down and make its JVM exit: close its stdin (PythonGatewayServer
+    exits on EOF), wait ``timeout_s`` seconds, then kill it."""
     proc = getattr(gateway, "proc", None)
     try:
         gateway.shutdown()

@@ -26,9 +26,10 @@ pytest.importorskip("pyspark", reason="pyspark missing: pip install 'pytest-lags
 
 
 def _java_children() -> list[str]:
+    """Spark JVMs (py4j gateways) below this process; the session's broker JVM is not one."""
     return [" ".join(c.cmdline())[:120] for c in psutil.Process().children(recursive=True)
             if c.is_running() and c.status() != psutil.STATUS_ZOMBIE
-            and "java" in c.name()]
+            and "java" in c.name() and "org.apache.spark" in " ".join(c.cmdline())]
 
 
 def test_own_session_is_stopped_with_its_jvm(tmp_path: Path) -> None:
