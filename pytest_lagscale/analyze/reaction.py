@@ -7,8 +7,13 @@ new replica processed anything, the first one started):
 
 * detection: spike start -> first ``decision`` with ``desired_replicas > current_replicas``;
 * actuation: that decision -> the new replica's ``replica_started``;
-* cold start: ``replica_started`` -> ``replica_ready``;
-* join: ``replica_ready`` -> its first ``assigned`` with at least one partition;
+* cold start: ``replica_started`` -> ready;
+* join: ready -> its first ``assigned`` with at least one partition;
+
+"Ready" is the earlier of the replica's own ``engine_ready`` (its engine is up and it is about
+to subscribe) and the platform's ``replica_ready`` (the readiness probe's first 200). The probe
+alone would not do: the replica's ``/ready`` waits for its first assignment, and the probe
+polls once a second, so ``replica_ready`` can follow the assignment and make the join negative.
 * first fetch: ``assigned`` -> its ``first_record``.
 
 When every event is present the five parts add up to the reaction time exactly.
@@ -73,7 +78,9 @@ def _replica_times(events: pd.DataFrame, replica_id: str) -> dict[str, float | N
         rows = own[own["event"] == stage]
         if stage == "assigned":
             rows = rows[rows["fields"].map(_has_partitions)]
-        times[stage] = float(rows["t_s"].iloc[0]) if len(rows) else None
+        elif stage == "replica_ready":
+            rows = own[own["event"].isin(("replica_ready", "engine_ready"))]
+        times[stage] = float(rows["t_s"].min()) if len(rows) else None
     return times
 
 
@@ -109,8 +116,8 @@ def reaction_time(events: pd.DataFrame, spike_start_s: float | None = None) -> R
     Args:
         events: the event table (see :mod:`pytest_lagscale.analyze.tables`); needs the events
             ``spike_start``, ``decision`` (fields ``desired_replicas``, ``current_replicas``),
-            ``replica_started``, ``replica_ready``, ``assigned`` (field ``partitions``) and
-            ``first_record``.
+            ``replica_started``, ``replica_ready`` and/or ``engine_ready``, ``assigned``
+            (field ``partitions``) and ``first_record``.
         spike_start_s: spike start in run seconds; default: the first ``spike_start`` event.
 
     Returns:

@@ -65,3 +65,21 @@ def test_reaction_missing_events(rows: list, expected: Reaction) -> None:
 def test_reaction_spike_start_override() -> None:
     _, log = synth.scale_out_run()
     assert reaction_time(log, spike_start_s=22.0).detection_s == 3.0
+
+
+def test_ready_is_the_engine_when_the_probe_sees_the_replica_after_its_assignment() -> None:
+    # /ready waits for the first assignment and the probe polls once a second: the platform's
+    # replica_ready (16.4) can follow the assignment (16.0). The engine was up at 15.5.
+    log = synth.events(
+        (10.0, "producer", "spike_start", {}),
+        (12.0, "controller", "decision", {"desired_replicas": 2, "current_replicas": 1}),
+        (12.5, "platform", "replica_started", {"replica_id": "r1"}),
+        (15.5, "r1", "engine_ready", {}),
+        (16.0, "r1", "assigned", {"partitions": [0, 1]}),
+        (16.4, "platform", "replica_ready", {"replica_id": "r1"}),
+        (16.5, "r1", "first_record", {}),
+    )
+    r = reaction_time(log)
+    assert (r.detection_s, r.actuation_s, r.cold_start_s, r.join_s, r.first_fetch_s) == (
+        2.0, 0.5, 3.0, 0.5, 0.5)
+    assert r.total_s == 6.5 and r.reason is None
