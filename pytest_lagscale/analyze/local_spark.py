@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from spark_consumer.engine.spark import LOG4J2_PROPERTIES, core_jars_first, shutdown_gateway
+from spark_consumer.engine.spark import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERTIES,
+                                         core_jars_first, shutdown_gateway)
 
 from ..errors import LagscaleError
 
@@ -26,25 +27,14 @@ DRIVER_MEMORY = "384m"
 JAVA_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-XX:-UsePerfData")
 """JVM options: serial GC and C1 only. The job's first query is dominated by class loading and
 code generation; C1 alone roughly halved start plus first query on the 2-core machine."""
-SPARK_SETTINGS: dict[str, str] = {
-    "spark.master": "local[1]",
-    "spark.driver.memory": DRIVER_MEMORY,
-    "spark.testing.reservedMemory": str(32 * 1024 * 1024),
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.eventLog.enabled": "false",
-    "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1",
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.session.timeZone": "UTC",
-}
-"""Settings of :class:`LocalSpark`: one core, one shuffle partition, loopback only, no UI.
+SPARK_SETTINGS: dict[str, str] = {**LOCAL_SESSION_SETTINGS, "spark.driver.memory": DRIVER_MEMORY}
+"""Settings of :class:`LocalSpark`: the replica engine's local-session base (one core, one
+shuffle partition, loopback only, no UI) with a larger heap.
 :class:`LocalSpark` adds ``spark.driver.extraClassPath`` (Spark's core jars first: every job's
 closure cleaning reads class files through the class path, and a miss walks ~280 jars in
 alphabetical order; measured in ``spark_consumer/engine/spark.py``), ``spark.local.dir`` (a
 temporary directory, removed on stop) and ``spark.driver.extraJavaOptions``."""
+
 
 class LocalSpark:
     """A SparkSession of its own JVM (:data:`SPARK_SETTINGS`), stopped with the JVM.

@@ -106,9 +106,8 @@ JAVA_OPTIONS = (
     "-Xss512k",
     "-XX:-UsePerfData",
 )
-SPARK_SETTINGS: dict[str, str] = {
+LOCAL_SESSION_SETTINGS: dict[str, str] = {
     "spark.master": "local[1]",
-    "spark.driver.memory": DRIVER_MEMORY,
     "spark.testing.reservedMemory": str(32 * 1024 * 1024),
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
@@ -118,12 +117,19 @@ SPARK_SETTINGS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "1",
     "spark.sql.adaptive.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+"""One core, one shuffle partition, loopback only, no UI or event log, and Spark's 300 MB
+memory reserve lowered (without it a heap under 450 MB is refused at start): the base of every
+small local session, the replica's and the harness's batch jobs' alike."""
+SPARK_SETTINGS: dict[str, str] = {
+    **LOCAL_SESSION_SETTINGS,
+    "spark.driver.memory": DRIVER_MEMORY,
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     # Both join sides are single partitions: with these, EnsureRequirements adds no exchange
     # (its single-partition shortcut compares plan statistics, which default to Long.MaxValue).
     "spark.sql.defaultSizeInBytes": str(64 * 1024 * 1024),
     "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
-    "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
     "spark.sql.execution.arrow.localRelationThreshold": "0",
