@@ -3,7 +3,7 @@
 Starting the JVM, SparkContext and the first queries loads about 14,000 classes; mapping them
 from a dynamic CDS archive instead of parsing them from ~280 jars measured 5.4-5.6 s instead of
 9.7-9.9 s of engine start (2 cores, JDK 17), at the same RSS. The archive (~160 MB) is built
-once per machine, JDK, pyspark version and JVM settings by a training run that starts the
+once per machine, JDK, pyspark installation (jar sizes and times) and JVM settings by a training run that starts the
 engine, warms it and exits (``-XX:ArchiveClassesAtExit``; the dump itself takes ~15 s):
 
     python -m spark_consumer.engine.cds      # or spark_consumer.engine.cds.prepare_archive()
@@ -35,9 +35,20 @@ def archive_path(java_options: Sequence[str], class_path: str) -> Path:
 
     java = shutil.which(os.path.join(os.environ["JAVA_HOME"], "bin", "java")
                         if os.environ.get("JAVA_HOME") else "java") or "java"
-    key = "\n".join([os.path.realpath(java), pyspark.__version__, *java_options, class_path])
+    key = "\n".join([os.path.realpath(java), pyspark.__version__, *java_options, class_path,
+                     *_jar_stamps()])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_dir() / "spark-cds" / f"spark-{pyspark.__version__}-{digest}.jsa"
+
+
+def _jar_stamps() -> list[str]:
+    """``name:size:mtime_ns`` of every Spark jar. The JVM validates the archived class path by
+    size and modification time and silently ignores a mismatched archive, so a reinstalled
+    pyspark at the same path (a new virtualenv) must get an archive of its own."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    jars = sorted((Path(_find_spark_home()) / "jars").glob("*.jar"))
+    return [f"{jar.name}:{st.st_size}:{st.st_mtime_ns}" for jar in jars for st in [jar.stat()]]
 
 
 def use_options(path: Path) -> tuple[str, ...]:
