@@ -74,7 +74,10 @@ def compare(
     console = Console(highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = WIDE  # a log: keep metric names whole rather than fit 80 columns
-    console.print(render_comparison(comparison, title=f"{current} vs {baseline}"))
+    # The heading holds two paths: print it whole on its own line, not as the table's title
+    # (a title wraps to the table's width and splits the verdict from the paths).
+    console.print(f"{current} vs {baseline}: {comparison.verdict}", markup=False, soft_wrap=True)
+    console.print(render_comparison(comparison, title=None))
     for note in comparison.warnings:
         console.print(f"[yellow]warning: {note}[/]", soft_wrap=True)
     if comparison.verdict == "fail":

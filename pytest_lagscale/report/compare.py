@@ -187,11 +187,16 @@ def _fmt(value: float | None) -> str:
 _STYLES = {"regression": "bold red", "improvement": "green", "missing": "yellow"}
 
 
-def render_comparison(comparison: Comparison, title: str = "lagscale vs baseline") -> Any:
-    """A ``rich.table.Table``: metric, unit, better, baseline, current, change, status."""
+def render_comparison(comparison: Comparison,
+                      title: str | None = "lagscale vs baseline") -> Any:
+    """A ``rich.table.Table``: metric, unit, better, baseline, current, change, status.
+
+    ``title`` (suffixed with ``: <verdict>``) is centred over the table and wraps to the table's
+    width; pass ``None`` and print a heading of your own when it may be long (file paths).
+    """
     from rich.table import Table
 
-    table = Table(title=f"{title}: {comparison.verdict}")
+    table = Table(title=None if title is None else f"{title}: {comparison.verdict}")
     for column in ("metric", "unit", "better", "baseline", "current", "change", "status"):
         table.add_column(column, justify="right" if column in {"baseline", "current",
                                                                "change"} else "left")

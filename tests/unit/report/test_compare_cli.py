@@ -41,6 +41,16 @@ def test_no_regression_exits_0(golden: Path) -> None:
     assert result.output.splitlines()[-1] == "no regression against the baseline"
 
 
+def test_the_heading_names_both_files_whole_however_long_the_paths(golden: Path,
+                                                                   tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 4)
+    deep.mkdir(parents=True)
+    current = shutil.copy(golden / "current_v1.json", deep / "current_v1.json")
+    result = _compare(golden / "current_v1.json", current)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == f"{current} vs {golden / 'current_v1.json'}: pass"
+
+
 def test_a_run_directory_stands_for_its_benchmark_json(golden: Path, tmp_path: Path) -> None:
     shutil.copy(golden / "current_v1.json", tmp_path / "benchmark.json")
     result = _compare(golden / "baseline_v1.json", tmp_path)
