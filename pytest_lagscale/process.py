@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
 from .errors import LagscaleError
+from .lifecycle import StartStop
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def pid_dir(rid: str | None = None) -> Path:
     return cache_dir() / "pids" / (rid or run_id())
 
 
-class ManagedProcess:
+class ManagedProcess(StartStop):
     """One child process in its own process group.
 
     Args:
@@ -208,16 +209,6 @@ class ManagedProcess:
             text = fh.read().decode("utf-8", "replace")
         return list(deque(text.splitlines(), maxlen=lines))
 
-    def __enter__(self) -> "ManagedProcess":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
         pid = self.popen.pid if self.popen else None
         return f"ManagedProcess({self.name!r}, pid={pid})"
@@ -259,17 +250,7 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     # killpg(0) succeeds for zombies too; check that some member is not a zombie.
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+    return bool(group_members(pgid))
 
 
 def _wait_group_gone(pgid: int, timeout_s: float) -> None:

@@ -17,6 +17,7 @@ from spark_consumer.engine.spark import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERTI
                                          core_jars_first, shutdown_gateway)
 
 from ..errors import LagscaleError
+from ..lifecycle import StartStop
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ alphabetical order; measured in ``spark_consumer/engine/spark.py``), ``spark.loc
 temporary directory, removed on stop) and ``spark.driver.extraJavaOptions``."""
 
 
-class LocalSpark:
+class LocalSpark(StartStop):
     """A SparkSession of its own JVM (:data:`SPARK_SETTINGS`), stopped with the JVM.
 
     ``start()`` launches the py4j gateway JVM and a ``local[1]`` session; ``stop()`` stops the
@@ -113,15 +114,6 @@ class LocalSpark:
                 shutil.rmtree(self._workdir, ignore_errors=True)
                 self._workdir = None
 
-    def __enter__(self) -> "LocalSpark":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _summary(exc: BaseException) -> str:

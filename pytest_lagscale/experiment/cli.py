@@ -54,7 +54,8 @@ def run(
 
     from ..report.summary import measurements_table
     from .progress import RunProgress
-    from .runner import run_experiment
+    from .plan import plan_run
+    from .runner import run_plan
     from .settings import RunSettings
 
     settings = RunSettings(profile=profile, scaled_object=scaledobject, deployment=deployment,
@@ -64,18 +65,14 @@ def run(
                            settle_timeout_s=settle_timeout_s)
     console = Console()
     try:
-        from .plan import plan_run
-
-        plan_run(settings)  # every input problem, before anything starts
+        plan = plan_run(settings)  # every input problem, before anything starts
     except ConfigError as exc:
         raise fail_usage(exc)
     try:
         with RunProgress(Console(stderr=True)) as progress:
-            result = run_experiment(
-                settings, progress=progress,
+            result = run_plan(
+                plan, progress=progress,
                 on_run_dir=lambda d: console.print(f"run directory: {d}", highlight=False))
-    except ConfigError as exc:
-        raise fail_usage(exc)
     except LagscaleError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)

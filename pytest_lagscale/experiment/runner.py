@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -91,12 +91,25 @@ def _announce_phases(plan: RunPlan, clock: _StartClock, events: EventLog,
         events.emit(name, scheduled_s=at_s, **fields)
 
 
-def _total_lag(lag_source: Any) -> int | None:
+def unprocessed_records(offsets: dict[int, tuple[int, int | None]] | None) -> int | None:
+    """Records produced but not yet committed by the group, summed over partitions.
+
+    ``offsets`` is ``{partition: (committed, log_end)}`` as :meth:`KafkaLagSource.read` returns
+    it (committed -1: nothing committed yet, so the whole log counts; log_end None: unknown, 0).
+    None in, None out (no observation yet). This is what the group still has to process, not
+    KEDA's lag metric (which counts 1 for an uncommitted partition under ``latest``).
+    """
+    if offsets is None:
+        return None
+    return sum(max(0, (end or 0) - max(committed, 0)) for committed, end in offsets.values())
+
+
+def _read_unprocessed(lag_source: Any) -> int | None:
     try:
         offsets = lag_source.read()
-    except Exception:  # a broker hiccup must not end the run; the gap shows in the progress
+    except Exception:  # a broker hiccup must not end the run; the next second reads again
         return None
-    return sum(max(0, end - (committed or 0)) for committed, end in offsets.values())
+    return unprocessed_records(offsets)
 
 
 def _unique_run_dir(out_dir: Path, label: str) -> Path:
@@ -111,51 +124,98 @@ def _unique_run_dir(out_dir: Path, label: str) -> Path:
     return path
 
 
-class _Run:
-    """State of one run while its parts are up (see the module docstring for the order)."""
+@dataclass
+class _Parts:
+    """What runs while the load is produced (phase 3 of the module docstring)."""
 
-    def __init__(self, plan: RunPlan, run_dir: Path, progress: RunProgress | None):
+    prometheus: Any
+    deployment: Any
+    autoscaler: Any
+    lag_source: Any
+    targets: list[str] = field(default_factory=list)
+
+    def sync_targets(self) -> None:
+        """Point Prometheus's ``replicas`` job at the replicas that run now."""
+        targets = sorted(self.deployment.metrics_targets())
+        if targets != self.targets:
+            self.prometheus.set_targets("replicas", targets)
+            self.targets = targets
+
+
+class _Run:
+    """State of one run while its parts are up (see the module docstring for the order).
+
+    Args:
+        plan: the checked plan.
+        run_dir: the run's (absolute) directory.
+        progress: the live display, or None.
+        topic, group: the run's topic and consumer group (suffixed on a shared broker).
+    """
+
+    def __init__(self, plan: RunPlan, run_dir: Path, progress: RunProgress | None, *,
+                 topic: str, group: str):
         self.plan = plan
         self.run_dir = run_dir
         self.progress = progress
+        self.topic = topic
+        self.group = group
         self.clock = _StartClock()
         self.produce_result: Any = None
-        self.produce_error: BaseException | None = None
         self.end_wall_s = 0.0
         self.settled = False
 
-    def show(self, **changes: Any) -> None:
-        if self.progress is not None:
-            self.progress.update(**changes)
+    def show(self, phase: str, parts: _Parts, lag_records: int | None) -> None:
+        if self.progress is None:
+            return
+        elapsed = time.monotonic() - self.clock.start_monotonic_s \
+            if self.clock.started.is_set() else 0.0
+        self.progress.update(phase=phase, elapsed_s=elapsed, lag_records=lag_records,
+                             desired_replicas=parts.deployment.desired_replicas,
+                             ready_replicas=parts.deployment.ready_replicas)
 
     def execute(self, cluster: Any, stack: ExitStack) -> tuple[Any, Any]:
         """Run phases 2-6; returns ``(timeline, broker_settings)``."""
+        from ..observe.recorder import Recorder, default_queries
+
+        parts = self._start(cluster, stack)
+        self._load(cluster, parts, stack)
+        self._settle(parts)
+        time.sleep(FINAL_SCRAPE_S)
+        self.end_wall_s = time.time()
+        if self.progress is not None:
+            self.progress.update(phase="recording")
+        recorder = Recorder(parts.prometheus.url, default_queries(self.group))
+        timeline = recorder.record(self.run_dir, self.clock.start_wall_s, self.end_wall_s)
+        return timeline, dict(getattr(cluster, "settings", {}) or {})
+
+    def _start(self, cluster: Any, stack: ExitStack) -> _Parts:
+        """Phases 2-3: topic, Prometheus, lag exporter, Deployment at minReplicaCount (ready),
+        autoscaler (first HPA sync done), then a few scrapes so t = 0 has a recorded past."""
         from ..control.controller import ScalingController
         from ..kafka.admin import KafkaAdmin, KafkaLagSource
-        from ..load.producer import ProduceSettings, produce_profile, write_run
         from ..observe.lag_exporter import serve_lag_exporter
         from ..observe.prometheus import PrometheusServer
-        from ..observe.recorder import Recorder, default_queries
         from ..platform.autoscaler import LocalAutoscaler
         from ..platform.local import LocalDeployment, template_from_deployment
 
         plan, run_dir = self.plan, self.run_dir
-        topic, group = self.topic, self.group
         admin = KafkaAdmin(cluster.bootstrap_servers, cluster.client_config)
-        admin.create_topic(topic, plan.profile.partitions)
-        lag_source = KafkaLagSource(admin, group, topic)
+        admin.create_topic(self.topic, plan.profile.partitions)
+        lag_source = KafkaLagSource(admin, self.group, self.topic)
 
         prometheus = stack.enter_context(PrometheusServer(run_dir))
-        exporter, exporter_port = serve_lag_exporter(lag_source, group, topic)
+        exporter, exporter_port = serve_lag_exporter(lag_source, self.group, self.topic)
         stack.callback(exporter.shutdown)
         prometheus.set_targets("lag_exporter", [f"127.0.0.1:{exporter_port}"])
 
         template = template_from_deployment(
             plan.deployment, cluster.bootstrap_servers,
-            flag_overrides={"--topic": topic, "--group": group, **plan.flag_overrides})
+            flag_overrides={"--topic": self.topic, "--group": self.group,
+                            **plan.flag_overrides})
         deployment = stack.enter_context(
             LocalDeployment(template, run_dir, graceful=plan.settings.graceful))
-        self.show(phase="starting", total_s=plan.profile.duration_s)
+        if self.progress is not None:
+            self.progress.update(phase="starting", total_s=plan.profile.duration_s)
         deployment.scale(plan.min_replicas)
         deployment.wait_ready(plan.min_replicas, within_s=READY_TIMEOUT_S)
 
@@ -166,11 +226,20 @@ class _Run:
                                      cpu_request_millicores=template.cpu_request_millicores)
         stack.enter_context(autoscaler)
         prometheus.set_targets("controller", [f"127.0.0.1:{autoscaler.metrics_port}"])
-        targets = self._sync_targets(prometheus, deployment, [])
-        self._wait_first_sync(autoscaler)
+        parts = _Parts(prometheus, deployment, autoscaler, lag_source)
+        parts.sync_targets()
+        _wait_first_sync(autoscaler)
         time.sleep(PRE_LOAD_SCRAPES * prometheus.scrape_interval_s)  # scraped before t = 0
+        return parts
 
-        producer_events = EventLog(run_dir / "producer.events.jsonl", source="producer")
+    def _load(self, cluster: Any, parts: _Parts, stack: ExitStack) -> None:
+        """Phase 4: produce the profile (a thread) with the phase events on their schedule;
+        meanwhile keep Prometheus's targets current and the progress line fresh (its lag is
+        the autoscaler's last observation: no extra broker reads)."""
+        from ..load.producer import ProduceSettings, produce_profile, write_run
+
+        plan = self.plan
+        producer_events = EventLog(self.run_dir / "producer.events.jsonl", source="producer")
         stop_load = threading.Event()
         stack.callback(stop_load.set)
         announcer = threading.Thread(target=_announce_phases, name="lagscale-phases",
@@ -178,70 +247,38 @@ class _Run:
                                      daemon=True)
         announcer.start()
         produce_settings = ProduceSettings(cluster.bootstrap_servers, cluster.client_config)
+        outcome: dict[str, Any] = {}
 
         def produce() -> None:
             try:
-                self.produce_result = produce_profile(
-                    replace(plan.profile, topic=topic), produce_settings, clock=self.clock,
-                    should_stop=stop_load.is_set)
+                outcome["result"] = produce_profile(
+                    replace(plan.profile, topic=self.topic), produce_settings,
+                    clock=self.clock, should_stop=stop_load.is_set)
             except BaseException as exc:  # re-raised in the main thread
-                self.produce_error = exc
+                outcome["error"] = exc
 
         producer = threading.Thread(target=produce, name="lagscale-producer", daemon=True)
         producer.start()
         while producer.is_alive():
-            targets = self._sync_targets(prometheus, deployment, targets)
-            elapsed = time.monotonic() - self.clock.start_monotonic_s \
-                if self.clock.started.is_set() else 0.0
-            self.show(phase="load", elapsed_s=elapsed, lag_records=_total_lag(lag_source),
-                      desired_replicas=deployment.desired_replicas,
-                      ready_replicas=deployment.ready_replicas)
+            parts.sync_targets()
+            self.show("load", parts, unprocessed_records(parts.autoscaler.last_offsets))
             producer.join(1.0)
-        if self.produce_error is not None:
-            raise self.produce_error
-        write_run(self.produce_result, run_dir)
+        if "error" in outcome:
+            raise outcome["error"]
+        self.produce_result = outcome["result"]
+        write_run(self.produce_result, self.run_dir)
         announcer.join(5)
 
-        self._settle(prometheus, deployment, lag_source, targets)
-        time.sleep(FINAL_SCRAPE_S)
-        self.end_wall_s = time.time()
-        self.show(phase="recording")
-        recorder = Recorder(prometheus.url, default_queries(group))
-        timeline = recorder.record(run_dir, self.clock.start_wall_s, self.end_wall_s)
-        return timeline, dict(getattr(cluster, "settings", {}) or {})
-
-    @staticmethod
-    def _wait_first_sync(autoscaler: Any) -> None:
-        """Block until the HPA synced once, so t = 0 already shows desired replicas."""
-        deadline = time.monotonic() + autoscaler.controller.sync_period_s + 10.0
-        while time.monotonic() < deadline:
-            if any(d.event == "hpa_sync" for d in list(autoscaler.decisions)):
-                return
-            time.sleep(0.1)
-        raise LagscaleError("autoscaler: no HPA sync within its sync period + 10 s; see "
-                            "controller.events.jsonl")
-
-    @staticmethod
-    def _sync_targets(prometheus: Any, deployment: Any, previous: list[str]) -> list[str]:
-        targets = sorted(deployment.metrics_targets())
-        if targets != previous:
-            prometheus.set_targets("replicas", targets)
-        return targets
-
-    def _settle(self, prometheus: Any, deployment: Any, lag_source: Any,
-                targets: list[str]) -> None:
-        """Wait for lag 0 and replicas back at minReplicaCount (bounded)."""
-        plan = self.plan
+    def _settle(self, parts: _Parts) -> None:
+        """Phase 5: wait for lag 0 and replicas back at minReplicaCount (bounded)."""
+        plan, deployment = self.plan, parts.deployment
         deadline = time.monotonic() + plan.settings.settle_timeout_s
         while True:
-            targets = self._sync_targets(prometheus, deployment, targets)
-            lag = _total_lag(lag_source)
+            parts.sync_targets()
+            lag = _read_unprocessed(parts.lag_source)
             at_floor = deployment.desired_replicas == deployment.current_replicas \
                 == plan.min_replicas
-            self.show(phase="settling",
-                      elapsed_s=time.monotonic() - self.clock.start_monotonic_s,
-                      lag_records=lag, desired_replicas=deployment.desired_replicas,
-                      ready_replicas=deployment.ready_replicas)
+            self.show("settling", parts, lag)
             if lag == 0 and at_floor:
                 self.settled = True
                 deployment.wait_terminated(within_s=60)
@@ -253,9 +290,16 @@ class _Run:
                 return
             time.sleep(1.0)
 
-    # names of the run's topic and group (suffixed when the broker is shared)
-    topic: str = "events"
-    group: str = "enrich"
+
+def _wait_first_sync(autoscaler: Any) -> None:
+    """Block until the HPA synced once, so t = 0 already shows desired replicas."""
+    deadline = time.monotonic() + autoscaler.controller.sync_period_s + 10.0
+    while time.monotonic() < deadline:
+        if any(d.event == "hpa_sync" for d in list(autoscaler.decisions)):
+            return
+        time.sleep(0.1)
+    raise LagscaleError("autoscaler: no HPA sync within its sync period + 10 s; see "
+                        "controller.events.jsonl")
 
 
 def _collect_events(run_dir: Path, origin_monotonic_s: float) -> Any:
@@ -281,13 +325,25 @@ def _reconcile(run_dir: Path) -> Any:
 def run_experiment(settings: RunSettings, *, cluster: Any = None,
                    progress: RunProgress | None = None,
                    on_run_dir: Callable[[Path], None] | None = None) -> RunResult:
-    """Run one experiment on the local platform and analyse it.
+    """Plan (:func:`.plan.plan_run`) and run one experiment: see :func:`run_plan`.
+
+    Raises:
+        ConfigError: bad settings, profile or manifests (before anything starts).
+        BrokerError, ReplicaError, LagscaleError: as :func:`run_plan`.
+    """
+    return run_plan(plan_run(settings), cluster=cluster, progress=progress,
+                    on_run_dir=on_run_dir)
+
+
+def run_plan(plan: RunPlan, *, cluster: Any = None, progress: RunProgress | None = None,
+             on_run_dir: Callable[[Path], None] | None = None) -> RunResult:
+    """Run one planned experiment on the local platform and analyse it.
 
     Args:
-        settings: the run's inputs (checked first: a ConfigError starts nothing).
+        plan: from :func:`.plan.plan_run` (every input already checked).
         cluster: a started Kafka cluster to use (the session's); None starts one of
-            ``settings.kafka`` for this run and stops it afterwards. On a shared cluster the
-            topic and group get a run suffix so runs do not see each other's offsets.
+            ``plan.settings.kafka`` for this run and stops it afterwards. On a shared cluster
+            the topic and group get a run suffix so runs do not see each other's offsets.
         progress: a live display (phase, elapsed/total, lag, replicas), or None.
         on_run_dir: called with the run directory as soon as it exists.
 
@@ -296,18 +352,16 @@ def run_experiment(settings: RunSettings, *, cluster: Any = None,
         ``timeline.parquet``/``.csv``, ``events.jsonl`` and ``manifest.json`` are written.
 
     Raises:
-        ConfigError: bad settings, profile or manifests (before anything starts).
         BrokerError, ReplicaError, LagscaleError: a part failed; everything started is stopped.
     """
     started_s = time.monotonic()
-    plan = plan_run(settings)
+    settings = plan.settings
     run_dir = _unique_run_dir(Path(settings.out_dir), settings.label())
     if on_run_dir is not None:
         on_run_dir(run_dir)
-    run = _Run(plan, run_dir, progress)
     suffix = "" if cluster is None else f"-{run_dir.name[:16].lower()}"
-    run.topic = f"{plan.profile.topic}{suffix}"
-    run.group = f"{plan.deployment.replica.group}{suffix}"
+    run = _Run(plan, run_dir, progress, topic=f"{plan.profile.topic}{suffix}",
+               group=f"{plan.deployment.replica.group}{suffix}")
     with ExitStack() as stack:
         if cluster is None:
             from ..kafka import make_cluster
@@ -330,6 +384,7 @@ def run_experiment(settings: RunSettings, *, cluster: Any = None,
 
 def _analyse(plan: RunPlan, run: _Run, timeline: Any, events: Any, reconciliation: Any,
              broker: dict[str, Any], kafka_version: str, wall_time_s: float) -> RunResult:
+    from ..analyze.tables import spike_window
     from ..report.timeline_png import write_timeline_png
 
     spec = RunSpec(lag_threshold_records=plan.lag_threshold, min_replicas=plan.min_replicas,
@@ -356,7 +411,8 @@ def _analyse(plan: RunPlan, run: _Run, timeline: Any, events: Any, reconciliatio
                 "scaled_object_file": plan.scaled_object.source,
                 "deployment_file": plan.deployment.source}
     run_dir = run.run_dir
-    spike = (measurements_spike(events) or plan.spike)
+    start_s, end_s = spike_window(events)  # as recorded, else as scheduled
+    spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
     png = write_timeline_png(timeline, run_dir / "timeline.png", spike=spike,
                              steps=list(measurements.steps),
                              title=f"{plan.settings.label()}: lag, replicas, consume rate")
@@ -372,11 +428,3 @@ def _analyse(plan: RunPlan, run: _Run, timeline: Any, events: Any, reconciliatio
                        commit_info=commit_info())
     result.write()
     return result
-
-
-def measurements_spike(events: Any) -> tuple[float, float] | None:
-    """The spike window as recorded in the event table, or None."""
-    from ..analyze.tables import spike_window
-
-    start, end = spike_window(events)
-    return (start, end) if start is not None and end is not None else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import BrokerError
+from ..lifecycle import StartStop
 
 DEFAULT_IMAGE = "apache/kafka:4.3.1"
 
@@ -20,7 +21,7 @@ def docker_available() -> tuple[bool, str]:
     return True, ""
 
 
-class ContainerKafka:
+class ContainerKafka(StartStop):
     """A single-node KRaft broker in a container (testcontainers ``KafkaContainer``).
 
     Args:
@@ -61,9 +62,3 @@ class ContainerKafka:
         if self._container is not None:
             self._container.stop()
             self._container = None
-
-    def __enter__(self) -> "ContainerKafka":
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

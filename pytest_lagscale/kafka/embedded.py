@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import BrokerError, ReadinessTimeout
+from ..lifecycle import StartStop
 from ..process import ManagedProcess
 from . import artifacts
 
@@ -90,7 +91,7 @@ def new_cluster_id() -> str:
             return cid
 
 
-class EmbeddedKafka:
+class EmbeddedKafka(StartStop):
     """A single-node KRaft Apache Kafka broker run from the pinned Maven classpath.
 
     Args:
@@ -187,16 +188,6 @@ class EmbeddedKafka:
         if self.home is not None and self._given_dir is None:
             shutil.rmtree(self.home, ignore_errors=True)
         return outcome
-
-    def __enter__(self) -> "EmbeddedKafka":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # -- steps ---------------------------------------------------------------------------
     def _write_config(self) -> Path:

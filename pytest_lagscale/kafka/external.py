@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..errors import BrokerError
+from ..lifecycle import StartStop
 
 
-class ExternalKafka:
+class ExternalKafka(StartStop):
     """An existing cluster reached at ``bootstrap_servers``.
 
     Args:
@@ -47,9 +48,3 @@ class ExternalKafka:
 
     def stop(self, timeout_s: float = 0.0) -> None:
         """Nothing to release: the cluster is not ours."""
-
-    def __enter__(self) -> "ExternalKafka":
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

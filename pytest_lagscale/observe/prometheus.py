@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 from ..errors import ConfigError, LagscaleError, ReadinessTimeout
 from ..kafka.artifacts import fixtures_dir
 from ..kafka.embedded import free_port
+from ..lifecycle import StartStop
 from ..process import ManagedProcess, run_id
 
 #: The scrape jobs of the template, each with its own file_sd file.
@@ -79,7 +80,7 @@ def render_config(file_sd_dir: Path, scrape_interval_s: float = 1.0,
                           "fix the template") from exc
 
 
-class PrometheusServer:
+class PrometheusServer(StartStop):
     """One Prometheus server scraping this run's targets every ``scrape_interval_s``.
 
     Args:
@@ -156,16 +157,6 @@ class PrometheusServer:
         """Stop the server (SIGTERM, grace, SIGKILL, reap). Idempotent."""
         if self.process is not None:
             self.process.stop(self.stop_timeout_s if timeout_s is None else timeout_s)
-
-    def __enter__(self) -> "PrometheusServer":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # -- targets -------------------------------------------------------------------------
     def set_targets(self, job: str, targets: Sequence[str],

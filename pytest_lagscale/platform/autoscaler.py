@@ -32,6 +32,7 @@ from ..clock import Clock, RealClock
 from ..control.controller import Observation, PollDecision, ScalingController, SyncDecision
 from ..control.hpa import PodCpu
 from ..eventlog import EventLog
+from ..lifecycle import StartStop
 from .local import CpuSampler, LocalDeployment
 
 
@@ -81,7 +82,7 @@ class ControllerMetrics:
         self.current.labels("default", self.hpa_name).set(decision.replicas_after)
 
 
-class LocalAutoscaler:
+class LocalAutoscaler(StartStop):
     """Runs a :class:`ScalingController` against a :class:`LocalDeployment` on a clock.
 
     Args:
@@ -113,6 +114,9 @@ class LocalAutoscaler:
         self._server: Any = None
         self.metrics_port: int | None = None
         self.decisions: list[PollDecision | SyncDecision] = []
+        #: Offsets of the newest observation (``{partition: (committed, log_end)}``), None
+        #: before the first one or when its read failed.
+        self.last_offsets: dict[int, tuple[int, int | None]] | None = None
 
     # -- one tick ------------------------------------------------------------------------
     def step(self, now_s: float) -> list[PollDecision | SyncDecision]:
@@ -145,6 +149,7 @@ class LocalAutoscaler:
                              for r in self.deployment.replicas())
         if error is not None:
             self.events.emit("lag_read_failed", error=error)
+        self.last_offsets = offsets
         return Observation(current_replicas=self.deployment.desired_replicas, offsets=offsets,
                            status_replicas=self.deployment.current_replicas,
                            ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods)
@@ -194,9 +199,3 @@ class LocalAutoscaler:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-
-    def __enter__(self) -> "LocalAutoscaler":
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()

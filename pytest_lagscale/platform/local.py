@@ -30,6 +30,7 @@ from ..clock import Clock, RealClock
 from ..errors import ConfigError, ReplicaError
 from ..eventlog import EventLog
 from ..kafka.embedded import free_port
+from ..lifecycle import StartStop
 from ..process import ManagedProcess
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class Replica:
         return self.ready_s is not None and not self.terminating
 
 
-class LocalDeployment:
+class LocalDeployment(StartStop):
     """Replica processes scaled like a Kubernetes Deployment.
 
     Args:
@@ -208,16 +209,6 @@ class LocalDeployment:
             thread.join()
         if self._monitor is not None:
             self._monitor.join(timeout=5)
-
-    def __enter__(self) -> "LocalDeployment":
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # -- internals -----------------------------------------------------------------------
     def _start_replica(self) -> Replica:
