@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 import shutil
 import statistics
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,7 +34,12 @@ import pytest
 
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from spark_consumer import capacity_records_per_s
-from spark_consumer.testing import ReplicaProcess, produce_events, wait_all_committed
+from spark_consumer.testing import (
+    Periodic,
+    ReplicaProcess,
+    produce_events,
+    wait_all_committed,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.benchmark(group="consumer")]
 
@@ -111,27 +115,18 @@ def _cpu_s(pid: int) -> float:
     return total
 
 
-class _PeakRss:
+class _PeakRss(Periodic):
+    """Peak RSS (MB) of a process tree, sampled every ``interval_s`` seconds."""
+
     def __init__(self, pid: int, interval_s: float = 0.25):
-        self.peak_mb, self._pid, self._interval_s = 0.0, pid, interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        super().__init__(interval_s, name="rss-sampler")
+        self.peak_mb, self._pid = 0.0, pid
 
-    def __enter__(self) -> "_PeakRss":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.peak_mb = max(self.peak_mb, _rss_mb(self._pid))
-            except psutil.Error:
-                pass
-            self._stop.wait(self._interval_s)
+    def sample(self) -> None:
+        try:
+            self.peak_mb = max(self.peak_mb, _rss_mb(self._pid))
+        except psutil.Error:
+            pass
 
 
 def _start(kafka_cluster, tmp_path: Path, name: str, engine: str,

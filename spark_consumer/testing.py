@@ -10,6 +10,7 @@ file, ``/ready``, ``/metrics`` and its JSONL event log. Every wait is bounded an
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +24,37 @@ from pytest_lagscale.load.events import EVENT_DTYPE, encode_events
 from pytest_lagscale.process import ManagedProcess
 
 from .eventlog import read_events
+
+
+class Periodic:
+    """Calls :meth:`sample` every ``interval_s`` seconds on a daemon thread while entered.
+
+    Subclasses implement :meth:`sample` (exceptions it lets out end the thread, so catch the
+    expected ones there). ``with Sub(...) as s:`` starts the thread; leaving the block stops
+    it and joins it (5 s at most).
+    """
+
+    def __init__(self, interval_s: float, name: str = "sampler"):
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def sample(self) -> None:
+        """Take one sample (called on the sampler's thread)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> "Periodic":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
 
 
 class ReplicaProcess:

@@ -8,18 +8,14 @@ what was produced: lost = produced (partition, offset) pairs missing, duplicated
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
-from pytest_lagscale.kafka.admin import KafkaAdmin
 from spark_consumer.store import read_store
 from spark_consumer.testing import (
-    ReplicaProcess,
     produce_events,
     store_counts,
     wait_all_committed,
@@ -28,31 +24,6 @@ from spark_consumer.testing import (
 pytestmark = pytest.mark.integration
 PARTITIONS = 24
 ARROW = ("--engine", "arrow")
-
-
-@pytest.fixture
-def admin(kafka_cluster) -> KafkaAdmin:
-    return KafkaAdmin(kafka_cluster.bootstrap_servers)
-
-
-@pytest.fixture
-def replicas(kafka_cluster, tmp_path: Path, request) -> Iterator[Callable[..., ReplicaProcess]]:
-    """Factory of started replicas on this test's topic/group; all stopped at teardown."""
-    started: list[ReplicaProcess] = []
-    name = re.sub(r"[^A-Za-z0-9.-]+", "-", request.node.name).strip("-")[:200]
-
-    def start(replica_id: str, *args: str) -> ReplicaProcess:
-        rp = ReplicaProcess(replica_id, kafka_cluster.bootstrap_servers, name,
-                            tmp_path / "store", tmp_path,
-                            ["--group", f"g-{name}", "--drain-timeout", "20", *args])
-        started.append(rp)
-        return rp.start()
-
-    start.topic = name  # type: ignore[attr-defined]
-    start.group = f"g-{name}"  # type: ignore[attr-defined]
-    yield start
-    for rp in reversed(started):
-        rp.stop(30)
 
 
 def _reconcile(store: Path, produced: int) -> tuple[int, int]:

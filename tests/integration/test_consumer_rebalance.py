@@ -7,69 +7,36 @@ the replicas' event logs).
 
 from __future__ import annotations
 
-import re
-import threading
 import time
-from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
-from pytest_lagscale.kafka.admin import KafkaAdmin
-from spark_consumer.testing import ReplicaProcess, produce_events, wait_all_committed
+from spark_consumer.testing import (
+    Periodic,
+    ReplicaProcess,
+    produce_events,
+    wait_all_committed,
+)
 
 pytestmark = pytest.mark.integration
 ARROW = ("--engine", "arrow")
 
 
-@pytest.fixture
-def admin(kafka_cluster) -> KafkaAdmin:
-    return KafkaAdmin(kafka_cluster.bootstrap_servers)
-
-
-@pytest.fixture
-def replicas(kafka_cluster, tmp_path: Path, request) -> Iterator[Callable[..., ReplicaProcess]]:
-    started: list[ReplicaProcess] = []
-    name = re.sub(r"[^A-Za-z0-9.-]+", "-", request.node.name).strip("-")[:200]
-
-    def start(replica_id: str, *args: str) -> ReplicaProcess:
-        rp = ReplicaProcess(replica_id, kafka_cluster.bootstrap_servers, name,
-                            tmp_path / "store", tmp_path, ["--group", f"g-{name}", *args])
-        started.append(rp)
-        return rp.start()
-
-    start.topic, start.group = name, f"g-{name}"  # type: ignore[attr-defined]
-    yield start
-    for rp in reversed(started):
-        rp.stop(30)
-
-
-class Sampler:
+class Sampler(Periodic):
     """Scrapes ``records_processed_total`` of some replicas every ``interval_s`` seconds."""
 
     def __init__(self, targets: list[ReplicaProcess], interval_s: float = 0.05):
+        super().__init__(interval_s)
         self.samples: dict[str, list[tuple[float, float]]] = {t.replica_id: [] for t in targets}
-        self._targets, self._interval_s = targets, interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+        self._targets = targets
 
-    def __enter__(self) -> "Sampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for t in self._targets:
-                try:
-                    value = t.metrics()["records_processed_total"]
-                except (OSError, KeyError):
-                    continue
-                self.samples[t.replica_id].append((time.monotonic(), value))
-            self._stop.wait(self._interval_s)
+    def sample(self) -> None:
+        for t in self._targets:
+            try:
+                value = t.metrics()["records_processed_total"]
+            except (OSError, KeyError):
+                continue
+            self.samples[t.replica_id].append((time.monotonic(), value))
 
     def longest_stall_s(self, replica_id: str, start: float, end: float) -> float:
         """Longest time without progress overlapping [start, end] (seconds)."""

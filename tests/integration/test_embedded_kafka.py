@@ -24,7 +24,9 @@ def test_broker_starts_and_stops_leaving_no_process_of_its_group() -> None:
         pgid = kafka.process.pid
         assert os.getpgid(pgid) == pgid  # its own process group
         assert group_members(pgid), "broker group has no live member while running"
-        md_brokers = KafkaAdmin(kafka.bootstrap_servers).describe_group  # admin reachable
+        admin = KafkaAdmin(kafka.bootstrap_servers)
+        admin.create_topic("probe", 3)
+        assert admin.partition_count("probe") == 3  # the broker serves clients
         assert kafka.bootstrap_servers.startswith("127.0.0.1:")
         home = kafka.home
     assert kafka.process.stop_outcome == "terminated"  # SIGTERM sufficed (controlled shutdown)

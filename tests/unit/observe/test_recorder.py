@@ -12,8 +12,7 @@ from pytest_lagscale.analyze.tables import TIMELINE_COLUMNS
 from pytest_lagscale.errors import ConfigError
 from pytest_lagscale.eventlog import EventLog, read_events
 from pytest_lagscale.observe.recorder import (QUERY_COLUMNS, Recorder, default_queries,
-                                              merge_event_logs, save_timeline,
-                                              timeline_from_results)
+                                              merge_event_logs, timeline_from_results)
 
 START_S = 1_700_000_000.5  # run start, epoch seconds (deliberately not whole)
 
