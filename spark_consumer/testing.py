@@ -21,6 +21,7 @@ import numpy as np
 
 from pytest_lagscale.errors import ReadinessTimeout, ReplicaExited
 from pytest_lagscale.load.events import EVENT_DTYPE, encode_events
+from pytest_lagscale.load.producer import flush
 from pytest_lagscale.process import ManagedProcess
 
 from .eventlog import read_events
@@ -203,8 +204,11 @@ def produce_events(bootstrap: str, topic: str, n: int, partitions: int, *,
                 producer.poll(0.05)
         if i % 10_000 == 0:
             producer.poll(0)
-    producer.flush(60)
+    remaining = flush(producer, 60.0)
     del producer  # destroy the client now, not at interpreter exit after the broker is gone
+    if remaining:
+        raise RuntimeError(f"topic {topic!r}: {remaining} records still unacknowledged after "
+                           "60 s; is the broker up?")
     if errors:
         raise RuntimeError(f"topic {topic!r}: {len(errors)} deliveries failed, first: "
                            f"{errors[0]}")

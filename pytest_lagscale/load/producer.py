@@ -220,14 +220,30 @@ def _check_topic(producer: Any, profile: Profile, timeout_s: float) -> None:
                           f"topic or set partitions to {len(meta.partitions)}")
 
 
+def flush(producer: Any, timeout_s: float, step_s: float = 0.5) -> int:
+    """``producer.flush(timeout_s)`` in steps of ``step_s`` seconds; returns what is still
+    queued (messages + requests, as ``Producer.flush``).
+
+    Ctrl-C during one long ``Producer.flush`` surfaces as ``SystemError: ... returned NULL
+    without setting an exception`` (confluent-kafka 2.x, seen in a pytest session that then
+    went on to the next test); between short flushes the interpreter raises the
+    ``KeyboardInterrupt`` itself.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = producer.flush(max(0.0, min(step_s, deadline - time.monotonic())))
+        if remaining == 0 or time.monotonic() >= deadline:
+            return remaining
+
+
 def _flush(producer: Any, timeout_s: float) -> float:
     """Wait for acknowledgements; purge (and so fail) what is left after ``timeout_s``."""
     started = time.monotonic()
-    remaining = producer.flush(timeout_s)
+    remaining = flush(producer, timeout_s)
     if remaining:
         log.warning("%d records unacknowledged after %g s; purging them", remaining, timeout_s)
         producer.purge()
-        producer.flush(10.0)
+        flush(producer, 10.0)
     return time.monotonic() - started
 
 
