@@ -21,21 +21,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .engine.base import ENRICHED_SCHEMA
+
+#: The engine's enriched columns (without its ``row`` index) plus when and by whom the row was
+#: written.
 STORE_SCHEMA = pa.schema(
-    [
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("seq", pa.int64()),
-        ("entity_id", pa.int64()),
-        ("ts_ns", pa.int64()),
-        ("bucket", pa.int32()),
-        ("segment", pa.string()),
-        ("region", pa.string()),
-        ("event_lag_ms", pa.float64()),
-        ("processed_at_ns", pa.int64()),
-        ("written_at_ns", pa.int64()),
-        ("replica_id", pa.string()),
-    ]
+    [*(f for f in ENRICHED_SCHEMA if f.name != "row"),
+     pa.field("written_at_ns", pa.int64()), pa.field("replica_id", pa.string())]
 )
 
 
