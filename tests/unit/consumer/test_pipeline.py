@@ -68,6 +68,8 @@ def test_batch_writes_one_file_and_returns_next_offsets(tmp_path) -> None:
     assert [f.name for f in files] == ["1-000001.parquet"]
     table = pq.read_table(files[0])
     assert table.schema == STORE_SCHEMA
+    assert {"partition", "offset", "seq", "entity_id", "replica_id",
+            "processed_at_ns"} <= set(table.column_names)  # what the reconciliation reads
     assert table.column("offset").to_pylist() == [10, 4, 11, 0, 5]
     assert set(table.column("replica_id").to_pylist()) == {"r-1"}
     assert firsts == [True]
