@@ -51,10 +51,11 @@ CAPACITY_MIN_RATIO = {"arrow": 0.9, "spark": 0.7}
 ENGINES = [pytest.param("spark", id="spark"), pytest.param("arrow", id="arrow")]
 #: Targets an engine is known to miss today. The test still measures and records them (JSON
 #: verdict "fail") and still fails on every other target; a known gap makes it xfail instead.
-#: Spark on the 2-core machine: RSS under load 490-512 MB (floor of this design: ~150 MB of
-#: class data for ~19k classes, ~60 MB live heap of the session itself, ~100 MB Python with
-#: pyarrow), engine 118-170 ms per 5k batch depending on machine load. Remove an entry when
-#: the target is met (issue 3).
+#: Spark on the 2-core machine: RSS under load 502-555 MB (floor of this design, measured with
+#: NMT and a class histogram: ~150 MB of class data for ~19k classes, ~64 MB live heap of the
+#: session itself, ~30 MB code cache, ~100 MB Python with pyarrow), engine 118-161 ms per 5k
+#: batch depending on machine load and JIT warm-up (see spark_consumer.engine.spark). Issue 3
+#: reports these two targets blocked; remove an entry when a target is met.
 KNOWN_GAPS: dict[str, frozenset[str]] = {
     "spark": frozenset({"rss_load_mb", "engine_ms_per_5k_batch"}),
 }
@@ -241,7 +242,7 @@ def test_replica_footprint(benchmark, kafka_cluster, tmp_path, request, engine: 
     hard = [a for a in failed if a not in gaps]
     assert not hard, f"{engine} replica missed its footprint targets: {failed}"
     if gaps:
-        pytest.xfail(f"known gap (issue 3 stays open): {engine} replica misses "
+        pytest.xfail(f"known gap (issue 3): {engine} replica misses "
                      f"{[(a['name'], a['value']) for a in gaps]}; see KNOWN_GAPS")
 
 
