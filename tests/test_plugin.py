@@ -11,13 +11,21 @@ import pytest
 pytest_plugins = ["pytester"]
 
 
-def test_help_lists_the_kafka_options(pytester: pytest.Pytester) -> None:
+def test_help_lists_the_kafka_and_run_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines([
         "lag-based autoscaling experiments (pytest-lagscale):",
         "*--kafka={embedded,testcontainers,external}*",
         "*--kafka-bootstrap=HOST:PORT*",
         "*--kafka-config=KEY=VALUE*",
+        "*--platform={local,kubernetes}*",
+        "*--profile=PATH*",
+        "*--lag-threshold=RECORDS[[],RECORDS...[]]*",
+        "*--balancer={cooperative-sticky,range,roundrobin,consumer}*",
+        "*--partitions=N*",
+        "*--lagscale-scale={ci,full}*",
+        "*--lagscale-out=DIR*",
+        "*--lagscale-baseline=PATH*",
     ])
     assert result.ret == 0
 
@@ -86,21 +94,6 @@ def test_importing_the_plugin_loads_no_heavy_library() -> None:
 
 
 # -- run options -----------------------------------------------------------------------------
-def test_help_lists_the_run_options(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines([
-        "*--platform={local,kubernetes}*",
-        "*--profile=PATH*",
-        "*--lag-threshold=RECORDS[[],RECORDS...[]]*",
-        "*--balancer={cooperative-sticky,range,roundrobin,consumer}*",
-        "*--partitions=N*",
-        "*--lagscale-scale={ci,full}*",
-        "*--lagscale-out=DIR*",
-        "*--lagscale-baseline=PATH*",
-    ])
-    assert result.ret == 0
-
-
 def test_run_option_choices_mirror_the_run_settings() -> None:
     from pytest_lagscale import options
     from pytest_lagscale.experiment import settings
