@@ -72,7 +72,8 @@ def run(
         with RunProgress(Console(stderr=True)) as progress:
             result = run_plan(
                 plan, progress=progress,
-                on_run_dir=lambda d: console.print(f"run directory: {d}", highlight=False))
+                on_run_dir=lambda d: console.print(f"run directory: {d}", highlight=False,
+                                                   soft_wrap=True))
     except LagscaleError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)
@@ -84,4 +85,4 @@ def run(
                       f"{rec.lost_total:,}, duplicated {rec.duplicated_total:,}",
                       highlight=False)
     for name in ("benchmark_json", "timeline_png", "summary_md"):
-        console.print(f"{name}: {result.artifacts[name]}", highlight=False)
+        console.print(f"{name}: {result.artifacts[name]}", highlight=False, soft_wrap=True)

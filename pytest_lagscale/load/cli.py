@@ -134,7 +134,7 @@ def _run(prof: Profile, bootstrap: str | None, out_dir: Path) -> int:
     manifest_path, report_path = write_run(result, out_dir)
     report = result.report
     console.print(render_table(report))
-    console.print(f"wrote {manifest_path} and {report_path}")
+    console.print(f"wrote {manifest_path} and {report_path}", soft_wrap=True)
     if not report.kept_up:
         console.print("[bold red]warning:[/] the producer did not keep up with the profile; "
                       "see the achieved rates and send delays above")
