@@ -11,7 +11,7 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from spark_consumer.engine.spark import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERTIES,
                                          core_jars_first, shutdown_gateway)
@@ -48,6 +48,8 @@ class LocalSpark(StartStop):
     Args:
         app_name: Spark application name.
         settings: extra Spark settings over :data:`SPARK_SETTINGS`.
+        log_path: file receiving the JVM's stdout and stderr (appended), or None to leave
+            them on this process's (the JVM's start-up notices then reach the terminal).
 
     Raises:
         ImportError: from :meth:`start` when pyspark is not installed.
@@ -56,9 +58,11 @@ class LocalSpark(StartStop):
     """
 
     def __init__(self, app_name: str = "lagscale-reconcile",
-                 settings: dict[str, str] | None = None):
+                 settings: dict[str, str] | None = None, log_path: str | Path | None = None):
         self._app_name = app_name
         self._settings = {**SPARK_SETTINGS, **(settings or {})}
+        self._log_path = None if log_path is None else Path(log_path)
+        self._log: IO[bytes] | None = None
         self._workdir: Path | None = None
         self._gateway: Any = None
         self.session: Any = None
@@ -83,16 +87,22 @@ class LocalSpark(StartStop):
                            "spark.local.dir": str(self._workdir),
                            "spark.driver.extraJavaOptions": " ".join(java)}.items():
             conf.set(key, value)
+        popen_kwargs: dict[str, Any] = {}
+        if self._log_path is not None:
+            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
+            popen_kwargs = {"stdout": self._log, "stderr": self._log}
         try:
-            self._gateway = launch_gateway(conf)
+            self._gateway = launch_gateway(conf, popen_kwargs=popen_kwargs)
             sc = SparkContext(conf=conf, gateway=self._gateway)
             sc.setLogLevel("ERROR")
             self.session = SparkSession(sc)
         except Exception as exc:
             reason = _summary(exc)  # before stop(): a py4j error's text comes from the JVM
             self.stop()
+            where = "" if self._log_path is None else f"; the JVM's output is in {self._log_path}"
             raise LagscaleError(f"reconcile: Spark did not start ({reason}); check the JDK "
-                                "(java -version) and the Spark settings") from exc
+                                f"(java -version) and the Spark settings{where}") from exc
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -113,6 +123,9 @@ class LocalSpark(StartStop):
             if self._workdir is not None:
                 shutil.rmtree(self._workdir, ignore_errors=True)
                 self._workdir = None
+            if self._log is not None:
+                self._log.close()
+                self._log = None
 
 
 

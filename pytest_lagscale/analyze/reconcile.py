@@ -172,7 +172,7 @@ def store_files(store_dir: str | Path) -> list[Path]:
 
 
 def reconcile(store_dir: str | Path, manifest: Manifest | str | Path, *, spark: Any = None,
-              examples: int = 10) -> Reconciliation:
+              examples: int = 10, log_path: str | Path | None = None) -> Reconciliation:
     """Lost, duplicated and unexpected records of a run, as a Spark batch job.
 
     Args:
@@ -181,6 +181,8 @@ def reconcile(store_dir: str | Path, manifest: Manifest | str | Path, *, spark: 
         spark: a SparkSession to use (left running); default: a :class:`LocalSpark` started
             for this call and stopped, JVM included, before it returns or raises.
         examples: at most this many examples of each kind (>= 0).
+        log_path: with the default session, the file its JVM writes its output to (None: this
+            process's stdout/stderr).
 
     Returns:
         The counts and examples, ``engine="spark"``.
@@ -197,7 +199,7 @@ def reconcile(store_dir: str | Path, manifest: Manifest | str | Path, *, spark: 
     if spark is not None:
         counts = _spark_job(spark, files, ranges, examples)
     else:
-        with LocalSpark() as local:
+        with LocalSpark(log_path=log_path) as local:
             counts = _spark_job(local.session, files, ranges, examples)
     return Reconciliation(**counts, engine="spark", elapsed_s=time.perf_counter() - start)
 

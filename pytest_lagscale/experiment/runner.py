@@ -319,7 +319,8 @@ def _reconcile(run_dir: Path) -> Any:
     except ImportError as exc:
         log.warning("reconciliation skipped: %s", exc)
         return None
-    return reconcile(run_dir / "store", run_dir / "manifest.json")
+    return reconcile(run_dir / "store", run_dir / "manifest.json",
+                     log_path=run_dir / "reconcile.log")
 
 
 def run_experiment(settings: RunSettings, *, cluster: Any = None,

@@ -53,6 +53,17 @@ def test_failed_start_raises_and_leaves_no_jvm() -> None:
     assert _java_children() == []
 
 
+def test_the_jvm_output_goes_to_the_log_file_named_in_the_error(tmp_path: Path) -> None:
+    reserve = {"spark.driver.memory": "256m", "spark.testing.reservedMemory": str(300 << 20)}
+    log = tmp_path / "reconcile.log"
+    with pytest.raises(LagscaleError) as info:
+        with LocalSpark(settings=reserve, log_path=log):
+            pass
+    assert str(info.value).endswith(f"and the Spark settings; the JVM's output is in {log}")
+    assert "INVALID_DRIVER_MEMORY" in log.read_text()  # the JVM's own account, not on the tty
+    assert _java_children() == []
+
+
 @pytest.fixture(scope="module")
 def spark() -> object:
     local = LocalSpark().start()
