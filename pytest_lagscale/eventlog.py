@@ -14,29 +14,41 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator, Mapping
 
 from .clock import Clock, RealClock
 
 
 class EventLog:
-    """An append-only JSONL event log, safe to use from several threads.
+    """An append-only JSONL event log, safe to use from several threads and from a signal
+    handler that interrupts :meth:`emit` (the lock is re-entrant).
 
     Args:
-        path: the file (parents created; appended to).
-        source: the writer's name, stored in every line (``platform``, ``controller``, ...).
+        path: the file (parents created; appended to), or None for no file.
+        source: the writer's name, stored in every line (``platform``, ``controller``, a
+            replica id, ...).
         clock: monotonic time source (``RealClock`` by default).
+        fields: stamped on every line after the header (e.g. ``replica_id``, ``pid``).
+        echo: a stream that receives every line too (e.g. stderr), or None.
+
+    The file is opened at the first line and kept open; :meth:`close` closes it, and a later
+    line opens it again (owners close at stop; late events of their threads still land).
     """
 
-    def __init__(self, path: str | Path, source: str, clock: Clock | None = None):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: str | Path | None, source: str, clock: Clock | None = None, *,
+                 fields: Mapping[str, Any] | None = None, echo: IO[str] | None = None):
+        self.path = None if path is None else Path(path)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self.source = source
         self.clock = clock or RealClock()
-        self._lock = threading.Lock()
+        self.fields = dict(fields or {})
+        self._echo = echo
+        self._lock = threading.RLock()
+        self._fh: IO[str] | None = None
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one event; returns the record written."""
+        """Append one event (flushed); returns the record written."""
         wall_ns = time.time_ns()
         record = {
             "event": event,
@@ -44,12 +56,27 @@ class EventLog:
             "wall_time": datetime.fromtimestamp(wall_ns / 1e9, tz=timezone.utc).isoformat(),
             "wall_ns": wall_ns,
             "monotonic_s": round(self.clock.now(), 6),
+            **self.fields,
             **fields,
         }
-        line = json.dumps(record, default=str, separators=(",", ":"))
-        with self._lock, open(self.path, "a") as fh:
-            fh.write(line + "\n")
+        line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self.path is not None:
+                if self._fh is None:
+                    self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                self._fh.write(line)
+                self._fh.flush()
+            if self._echo is not None:
+                self._echo.write(line)
+                self._echo.flush()
         return record
+
+    def close(self) -> None:
+        """Close the file (idempotent; a later :meth:`emit` reopens it)."""
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
 
 
 def read_events(path: str | Path) -> Iterator[dict[str, Any]]:

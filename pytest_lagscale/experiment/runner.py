@@ -240,6 +240,7 @@ class _Run:
 
         plan = self.plan
         producer_events = EventLog(self.run_dir / "producer.events.jsonl", source="producer")
+        stack.callback(producer_events.close)
         stop_load = threading.Event()
         stack.callback(stop_load.set)
         announcer = threading.Thread(target=_announce_phases, name="lagscale-phases",

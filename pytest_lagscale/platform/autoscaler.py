@@ -199,3 +199,4 @@ class LocalAutoscaler(StartStop):
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        self.events.close()

@@ -209,6 +209,7 @@ class LocalDeployment(StartStop):
             thread.join()
         if self._monitor is not None:
             self._monitor.join(timeout=5)
+        self.events.close()
 
     # -- internals -----------------------------------------------------------------------
     def _start_replica(self) -> Replica:

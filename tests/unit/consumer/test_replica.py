@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 
 import pytest
@@ -154,9 +155,9 @@ def test_event_lines_carry_wall_and_monotonic_time(tmp_path) -> None:
     clock = FakeClock(12.5)
     EventLog("r-9", tmp_path / "e.jsonl", clock, echo).emit("joined", partitions=[1])
     line = json.loads(echo.getvalue())
-    assert line["event"] == "joined" and line["replica_id"] == "r-9"
-    assert line["monotonic_s"] == 12.5 and line["partitions"] == [1]
-    assert line["wall_time"].endswith("Z") and "T" in line["wall_time"]
+    assert line["event"] == "joined" and line["replica_id"] == line["source"] == "r-9"
+    assert line["pid"] == os.getpid() and line["monotonic_s"] == 12.5 and line["partitions"] == [1]
+    assert line["wall_time"].endswith("+00:00") and "T" in line["wall_time"]
     assert read_events(tmp_path / "e.jsonl") == [line]
 
 
