@@ -11,7 +11,9 @@ engine, warms it and exits (``-XX:ArchiveClassesAtExit``; the dump itself takes 
 Replicas use the archive when it exists (``-XX:SharedArchiveFile``, ``-Xshare:auto``: a stale
 or mismatched archive is ignored by the JVM) and start without it otherwise. Container images
 should run the training step at build time. Location: ``<cache dir>/spark-cds/`` (see
-:func:`pytest_lagscale.process.cache_dir`).
+:func:`pytest_lagscale.process.cache_dir`); each new archive prunes that directory to the
+:data:`KEEP_ARCHIVES` most recent ones (every checkout with its own virtualenv keys its own
+archive, so the directory would otherwise grow by ~160 MB per checkout).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Sequence
 from pytest_lagscale.process import cache_dir
 
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+#: Archives kept in the cache directory (the newest by modification time).
+KEEP_ARCHIVES = 3
 
 
 def archive_path(java_options: Sequence[str], class_path: str) -> Path:
@@ -85,7 +89,30 @@ def prepare_archive(timeout_s: float = 180.0) -> Path:
         raise RuntimeError(f"spark engine: the training JVM wrote no CDS archive at {tmp}; "
                            "check the JDK supports -XX:ArchiveClassesAtExit (JDK >= 13)")
     os.replace(tmp, path)
+    prune_archives(path.parent, keep=KEEP_ARCHIVES)
     return path
+
+
+def prune_archives(directory: Path, keep: int = KEEP_ARCHIVES) -> list[Path]:
+    """Delete all but the ``keep`` newest ``spark-*.jsa`` archives in ``directory``; returns
+    the deleted paths. A JVM that has an archive mapped keeps its pages (unlinked, not
+    unmapped); a checkout whose archive was pruned builds it again on its next prepare.
+
+    Raises:
+        ValueError: ``keep`` < 1.
+    """
+    if keep < 1:
+        raise ValueError(f"keep: {keep} is below 1; the archive just built must stay")
+    archives = sorted(directory.glob("spark-*.jsa"), key=lambda p: p.stat().st_mtime,
+                      reverse=True)
+    removed = []
+    for old in archives[keep:]:
+        try:
+            old.unlink()
+            removed.append(old)
+        except FileNotFoundError:  # pruned by a concurrent prepare
+            continue
+    return removed
 
 
 if __name__ == "__main__":
