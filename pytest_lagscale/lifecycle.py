@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Self
 
 
-
 class StartStop:
     """Mixin: ``__enter__`` = ``start()`` (``stop()`` then re-raise if it fails),
     ``__exit__`` = ``stop()``. Subclasses define ``start() -> Self`` and ``stop()``."""

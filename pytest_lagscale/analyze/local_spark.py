@@ -128,7 +128,6 @@ class LocalSpark(StartStop):
                 self._log = None
 
 
-
 def _summary(exc: BaseException) -> str:
     """One line of an exception: a py4j error's Java exception line, else its first line."""
     try:

@@ -288,8 +288,11 @@ class _Plan:
 
     def __init__(self, spark: Any, dimension: pa.Table):
         from pyspark.sql import functions as F
+        from pyspark.errors.exceptions.captured import unwrap_spark_exception
         from pyspark.sql.classic.column import _to_seq
+        from pyspark.sql.pandas.serializers import ArrowCollectSerializer
         from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.util import _load_from_socket
 
         from ..records import RECORD_SCHEMA
 
@@ -315,6 +318,10 @@ class _Plan:
         self._jsession = spark._jsparkSession
         self._input_schema_json = from_arrow_schema(RECORD_SCHEMA).json()
         self._input_file = Path(sc._temp_dir) / "batch.arrows"
+        # What toArrow uses to read the served result, looked up once (not per batch).
+        self._load_from_socket = _load_from_socket
+        self._collect_serializer = ArrowCollectSerializer()
+        self._unwrap_spark_exception = unwrap_spark_exception
 
     def query(self, records: pa.Table) -> Any:
         """The batch's query as a JVM ``Dataset`` (not executed)."""
@@ -328,17 +335,13 @@ class _Plan:
 
     def run(self, records: pa.Table) -> pa.Table:
         """Execute the batch's query; the enriched rows as Arrow (in Spark's row order)."""
-        from pyspark.errors.exceptions.captured import unwrap_spark_exception
-        from pyspark.sql.pandas.serializers import ArrowCollectSerializer
-        from pyspark.util import _load_from_socket
-
         served = self.query(records).collectAsArrowToPython()  # [port, secret, server]
         port, secret, server = served[0], served[1], served[2]  # no len() round trips
         try:
-            with _load_from_socket((port, secret), ArrowCollectSerializer()) as stream:
+            with self._load_from_socket((port, secret), self._collect_serializer) as stream:
                 batches = list(stream)
         finally:
-            with unwrap_spark_exception():
+            with self._unwrap_spark_exception():
                 server.getResult()  # joins the serving thread; raises the job's error
         if not batches:
             return ENRICHED_SCHEMA.empty_table()
