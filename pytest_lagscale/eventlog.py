@@ -10,6 +10,7 @@ local processes share it), so events of different processes order exactly.
 from __future__ import annotations
 
 import json
+from collections import deque
 import threading
 import time
 from datetime import datetime, timezone
@@ -21,7 +22,10 @@ from .clock import Clock, RealClock
 
 class EventLog:
     """An append-only JSONL event log, safe to use from several threads and from a signal
-    handler that interrupts :meth:`emit` (the lock is re-entrant).
+    handler that interrupts :meth:`emit`: the lock is re-entrant, and a line emitted by a
+    handler while the interrupted thread is inside a file write is queued and written by that
+    thread right after its own line (file objects raise ``RuntimeError`` on a re-entrant
+    write).
 
     Args:
         path: the file (parents created; appended to), or None for no file.
@@ -46,6 +50,8 @@ class EventLog:
         self._echo = echo
         self._lock = threading.RLock()
         self._fh: IO[str] | None = None
+        self._writing = False  # this object is inside a file write (see emit)
+        self._pending: deque[str] = deque()
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         """Append one event (flushed); returns the record written."""
@@ -61,22 +67,48 @@ class EventLog:
         }
         line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
         with self._lock:
-            if self.path is not None:
-                if self._fh is None:
-                    self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-                self._fh.write(line)
-                self._fh.flush()
-            if self._echo is not None:
-                self._echo.write(line)
-                self._echo.flush()
+            self._pending.append(line)
+            self._drain()
         return record
+
+    def _drain(self) -> None:
+        """Write the queued lines, unless this call interrupted a write (lock held)."""
+        if self._writing:
+            # A signal handler interrupted this thread inside a file write: the file object
+            # raises on re-entry ("reentrant call inside BufferedWriter"), so the line waits
+            # for the interrupted call, which writes it before it returns.
+            return
+        while self._pending:
+            self._writing = True
+            try:
+                while self._pending:
+                    self._write(self._pending.popleft())
+            finally:
+                self._writing = False
+
+    def _write(self, line: str) -> None:
+        if self.path is not None:
+            if self._fh is None:
+                self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+            self._fh.write(line)
+            self._fh.flush()
+        if self._echo is not None:
+            self._echo.write(line)
+            self._echo.flush()
 
     def close(self) -> None:
         """Close the file (idempotent; a later :meth:`emit` reopens it)."""
         with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+            if self._writing:  # called from a signal handler that interrupted a write
+                return
+            self._writing = True
+            try:
+                if self._fh is not None:
+                    self._fh.close()
+                    self._fh = None
+            finally:
+                self._writing = False
+            self._drain()
 
 
 def read_events(path: str | Path) -> Iterator[dict[str, Any]]:

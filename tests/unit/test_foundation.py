@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import os
+import signal
 
 import pytest
 
@@ -33,6 +37,44 @@ def test_event_log_lines_carry_wall_and_monotonic_time(tmp_path) -> None:
     assert rec["event"] == "scaled" and rec["source"] == "platform"
     assert rec["monotonic_s"] == 3.25 and rec["replicas_after"] == 3
     assert rec["wall_time"].endswith("+00:00") and rec["wall_ns"] > 0
+
+
+class _SignalDuringWrite(io.StringIO):
+    """A stream that sends this process SIGUSR1 from inside its first write and, like
+    ``io.BufferedWriter``, raises ``RuntimeError`` on a re-entrant write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._in_write, self._signalled = False, False
+
+    def write(self, s: str) -> int:
+        if self._in_write:
+            raise RuntimeError("reentrant call inside _SignalDuringWrite")
+        self._in_write = True
+        try:
+            n = super().write(s)
+            if not self._signalled:
+                self._signalled = True
+                os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs before kill returns
+            return n
+        finally:
+            self._in_write = False
+
+
+def test_event_log_emitted_from_a_signal_handler_mid_write_lands_after_the_interrupted_line(
+        tmp_path) -> None:
+    echo = _SignalDuringWrite()
+    log = EventLog(tmp_path / "events.jsonl", source="r1", clock=FakeClock(1.0), echo=echo)
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: log.emit("sigterm"))
+    try:
+        log.emit("batch", records=10)
+        log.emit("drained")
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        log.close()
+    in_file = [r["event"] for r in read_events(tmp_path / "events.jsonl")]
+    assert in_file == ["batch", "sigterm", "drained"]
+    assert [json.loads(x)["event"] for x in echo.getvalue().splitlines()] == in_file
 
 
 def test_pinned_kafka_version_is_read_from_the_committed_pom() -> None:
