@@ -104,8 +104,8 @@ class ReplicaMetrics:
             "partition_committed_offset", "Last committed next-offset", ["partition"],
             registry=r)
         self._batch_series(r)
-        self.ready = Gauge("replica_ready", "1 once the engine is up and partitions were "
-                           "assigned once", registry=r)
+        self.ready = Gauge("replica_ready", "1 while GET /ready answers 200: engine up, "
+                           "first assignment received, not draining", registry=r)
         self.info = Info("replica", "Static facts about this replica", registry=r)
 
     def _batch_series(self, r: CollectorRegistry) -> None:

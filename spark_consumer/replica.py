@@ -75,6 +75,9 @@ class Replica:
         self.handler: RebalanceHandler | None = None
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
                                     self.opts.metrics_port)
+        # Read at scrape time: the gauge is never set, so the signal handler takes no
+        # metric lock (a non-reentrant lock the interrupted main thread might hold).
+        parts.metrics.ready.set_function(lambda: float(self.readiness()[0]))
 
     # -- signals and readiness -------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -86,7 +89,6 @@ class Replica:
         if self.stop_requested.is_set():
             return
         self.stop_requested.set()
-        self.p.metrics.ready.set(0)
         self.p.events.emit("sigterm", signal=signal.Signals(signum).name)
         self._watchdog = threading.Timer(self.opts.drain_timeout_s, self._drain_expired)
         self._watchdog.daemon = True
@@ -251,7 +253,6 @@ class Replica:
 
     # -- callbacks -------------------------------------------------------------------------
     def _on_joined(self) -> None:
-        self.p.metrics.ready.set(1)
         self.p.events.emit("ready")
 
     def _on_kafka_error(self, err: Any) -> None:

@@ -141,13 +141,17 @@ def test_engine_failure_exits_one_without_committing(tmp_path) -> None:
 def test_ready_needs_engine_and_first_assignment_and_ends_with_the_drain(tmp_path) -> None:
     consumer = FakeConsumer(partitions=[0])
     replica = _replica(tmp_path, consumer, FakeClock())
+    gauge = replica.p.metrics.ready
     assert replica.readiness() == (False, "r-1: engine arrow starting")
+    assert gauge.collect()[0].samples[0].value == 0
     states = []
-    consumer.on_consume = lambda c: states.append(replica.readiness()[0]) or (
+    consumer.on_consume = lambda c: states.append(
+        (replica.readiness()[0], gauge.collect()[0].samples[0].value)) or (
         c.consumed > 2 and replica._on_signal(signal.SIGTERM, None))
     assert replica.run() == 0
-    assert states[:3] == [True, True, True]
+    assert states[:3] == [(True, 1), (True, 1), (True, 1)]
     assert replica.readiness() == (False, "r-1: draining")
+    assert gauge.collect()[0].samples[0].value == 0  # replica_ready follows /ready
 
 
 def test_event_lines_carry_wall_and_monotonic_time(tmp_path) -> None:
