@@ -34,6 +34,7 @@ from ..analyze.tables import events_from_records
 from ..clock import RealClock
 from ..errors import LagscaleError
 from ..eventlog import EventLog
+from ..observe.lag_exporter import partition_lag
 from ..report.benchjson import Inputs
 from .environment import commit_info, machine_info, versions
 from .plan import RunPlan, plan_run
@@ -101,7 +102,8 @@ def unprocessed_records(offsets: dict[int, tuple[int, int | None]] | None) -> in
     """
     if offsets is None:
         return None
-    return sum(max(0, (end or 0) - max(committed, 0)) for committed, end in offsets.values())
+    lags = (partition_lag(committed, end) for committed, end in offsets.values())
+    return sum(max(0, lag) for lag in lags if lag is not None)
 
 
 def _read_unprocessed(lag_source: Any) -> int | None:

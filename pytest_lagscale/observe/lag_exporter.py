@@ -53,6 +53,16 @@ class LagCollector(Collector):
         yield errors
 
 
+def partition_lag(committed: int, log_end: int | None) -> int | None:
+    """kafka_exporter's lag of one partition: ``log_end - committed`` in records; the whole
+    ``log_end`` when nothing is committed (``committed`` -1); None when ``log_end`` is unknown.
+    Not clamped: a commit read after a newer log end gives a negative value, as in
+    kafka_exporter."""
+    if log_end is None:
+        return None
+    return log_end - committed if committed >= 0 else log_end
+
+
 def lag_families(offsets: GroupOffsets, group: str, topic: str) -> list[GaugeMetricFamily]:
     """The four kafka_exporter gauge families for one snapshot of group offsets.
 
@@ -74,10 +84,10 @@ def lag_families(offsets: GroupOffsets, group: str, topic: str) -> list[GaugeMet
                                     labels=["consumergroup", "topic", "partition"])
     total = 0
     for partition, (committed, log_end) in sorted(offsets.items()):
-        if log_end is None:
+        value = partition_lag(committed, log_end)
+        if value is None:
             continue
         p = str(partition)
-        value = log_end - committed if committed >= 0 else log_end
         total += value
         lag.add_metric([group, topic, p], value)
         current.add_metric([topic, p], log_end)
