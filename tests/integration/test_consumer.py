@@ -89,7 +89,9 @@ def test_sigterm_mid_stream_drains_and_the_group_loses_and_duplicates_nothing(
     assert victim.process.popen.returncode == 0, victim.tail()
     assert time.monotonic() - t0 < 20
     names = victim.event_names()
-    tail = names[names.index("sigterm"):]
+    # first_record may land after the signal: it marks the first write of the batch that
+    # was polled before it (seen in CI), and says nothing about the drain.
+    tail = [n for n in names[names.index("sigterm"):] if n != "first_record"]
     assert tail in (["sigterm", "drained", "revoked", "closed", "exited"],
                     ["sigterm", "batch_cut", "drained", "revoked", "closed", "exited"]), tail
     thread.join(60)
