@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from spark_consumer.engine.spark import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERTIES,
-                                         core_jars_first, shutdown_gateway)
+                                         core_jars_first, launch_gateway, shutdown_gateway)
 
 from ..errors import LagscaleError
 from ..lifecycle import StartStop
@@ -72,7 +72,6 @@ class LocalSpark(StartStop):
         if self.session is not None:
             return self
         from pyspark import SparkConf, SparkContext
-        from pyspark.java_gateway import launch_gateway
         from pyspark.sql import SparkSession
 
         if SparkContext._active_spark_context is not None:
@@ -87,13 +86,11 @@ class LocalSpark(StartStop):
                            "spark.local.dir": str(self._workdir),
                            "spark.driver.extraJavaOptions": " ".join(java)}.items():
             conf.set(key, value)
-        popen_kwargs: dict[str, Any] = {}
         if self._log_path is not None:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
-            popen_kwargs = {"stdout": self._log, "stderr": self._log}
         try:
-            self._gateway = launch_gateway(conf, popen_kwargs=popen_kwargs)
+            self._gateway = launch_gateway(conf, output=self._log)
             sc = SparkContext(conf=conf, gateway=self._gateway)
             sc.setLogLevel("ERROR")
             self.session = SparkSession(sc)

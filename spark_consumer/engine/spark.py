@@ -92,7 +92,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
@@ -208,7 +208,7 @@ class SparkEngine:
         conf = SparkConf(loadDefaults=False).setAppName(self._app_name)
         for key, value in self._spark_conf(self._workdir).items():
             conf.set(key, value)
-        self._gateway = _launch_gateway(conf, self._workdir)
+        self._gateway = launch_gateway(conf, noterm_dir=self._workdir)
         sc = SparkContext(conf=conf, gateway=self._gateway)
         sc.setLogLevel("ERROR")
         self._spark = SparkSession(sc)
@@ -419,16 +419,37 @@ def core_jars_first() -> str:
     )
 
 
-def _launch_gateway(conf: Any, workdir: Path) -> Any:
-    """Start the JVM through a wrapper that makes it ignore SIGTERM and SIGINT."""
-    from pyspark.find_spark_home import _find_spark_home
-    from pyspark.java_gateway import launch_gateway
+def launch_gateway(conf: Any, *, noterm_dir: Path | None = None,
+                   output: IO[bytes] | None = None) -> Any:
+    """Start Spark's JVM (``spark-submit`` running pyspark's gateway server) for a SparkConf
+    and return the py4j gateway; the one JVM launch path of the project (replica engine and
+    reconciliation). Stop it with :func:`shutdown_gateway`.
 
-    submit = os.path.join(_find_spark_home(), "bin", "spark-submit")
-    wrapper = workdir / "spark-submit-noterm"
-    wrapper.write_text(f"#!/bin/sh\ntrap '' TERM INT\nexec {shlex.quote(submit)} \"$@\"\n")
-    wrapper.chmod(0o755)
-    return launch_gateway(conf, popen_kwargs={"executable": str(wrapper)})
+    Args:
+        conf: the ``pyspark.SparkConf``.
+        noterm_dir: when set, the JVM starts through a wrapper script written there that makes
+            it ignore SIGTERM and SIGINT (``trap '' TERM INT``): a replica's process group gets
+            the signal, Python drains, then stops Spark.
+        output: a binary file receiving the JVM's stdout and stderr (None: inherited).
+
+    Raises:
+        whatever pyspark's ``launch_gateway`` raises when the JVM does not come up (e.g.
+        ``RuntimeError: Java gateway process exited before sending its port number``).
+    """
+    from pyspark.java_gateway import launch_gateway as pyspark_launch_gateway
+
+    popen_kwargs: dict[str, Any] = {}
+    if noterm_dir is not None:
+        from pyspark.find_spark_home import _find_spark_home
+
+        submit = os.path.join(_find_spark_home(), "bin", "spark-submit")
+        wrapper = noterm_dir / "spark-submit-noterm"
+        wrapper.write_text(f"#!/bin/sh\ntrap '' TERM INT\nexec {shlex.quote(submit)} \"$@\"\n")
+        wrapper.chmod(0o755)
+        popen_kwargs["executable"] = str(wrapper)
+    if output is not None:
+        popen_kwargs.update(stdout=output, stderr=output)
+    return pyspark_launch_gateway(conf, popen_kwargs=popen_kwargs)
 
 
 def shutdown_gateway(gateway: Any, timeout_s: float = 5.0) -> None:
