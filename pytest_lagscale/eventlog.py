@@ -10,9 +10,9 @@ local processes share it), so events of different processes order exactly.
 from __future__ import annotations
 
 import json
-from collections import deque
 import threading
 import time
+from collections import deque
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterator, Mapping
@@ -78,7 +78,7 @@ class EventLog:
             # raises on re-entry ("reentrant call inside BufferedWriter"), so the line waits
             # for the interrupted call, which writes it before it returns.
             return
-        while self._pending:
+        while self._pending:  # again after the flag drops: a line queued just before it
             self._writing = True
             try:
                 while self._pending:

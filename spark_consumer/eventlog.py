@@ -2,7 +2,8 @@
 
 Every line has the header of :mod:`pytest_lagscale.eventlog` (``event``, ``source`` = the
 replica id, ``wall_time`` in UTC ISO-8601, ``wall_ns``, ``monotonic_s``: the host's monotonic
-clock, shared with the harness), then ``replica_id`` and ``pid``, plus the event's own fields. Events, in the order a replica's life produces them:
+clock, shared with the harness), then ``replica_id`` and ``pid``, plus the event's own
+fields. Events, in the order a replica's life produces them:
 
 * ``started`` (engine, balancer, group, topic, commit, instance_id, ...), ``metrics_listening``
   (host, port), ``engine_ready`` (engine, startup_s, cds_archive) and, for Spark,

@@ -77,6 +77,9 @@ class LocalSpark(StartStop):
         if SparkContext._active_spark_context is not None:
             raise LagscaleError("reconcile: a SparkContext is already active in this process; "
                                 "pass its SparkSession as spark= instead")
+        if self._log_path is not None:
+            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._workdir = Path(tempfile.mkdtemp(prefix="lagscale-reconcile-"))
         (self._workdir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         java = [*JAVA_OPTIONS,
@@ -86,9 +89,6 @@ class LocalSpark(StartStop):
                            "spark.local.dir": str(self._workdir),
                            "spark.driver.extraJavaOptions": " ".join(java)}.items():
             conf.set(key, value)
-        if self._log_path is not None:
-            self._log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
         try:
             self._gateway = launch_gateway(conf, output=self._log)
             sc = SparkContext(conf=conf, gateway=self._gateway)

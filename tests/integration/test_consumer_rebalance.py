@@ -120,18 +120,22 @@ def test_fourth_replica_joining(admin, replicas, kafka_cluster, balancer: str,
                                  f"slowest one's batch, stalls {stalls}"
 
 
+def _events_after(rp: ReplicaProcess, event: str, since: float) -> list[dict]:
+    """The replica's ``event`` lines at or after monotonic time ``since``."""
+    return [e for e in rp.events() if e["event"] == event and e["monotonic_s"] >= since]
+
+
 def _first_after(rp: ReplicaProcess, event: str, since: float) -> dict:
     """The replica's first ``event`` at or after monotonic time ``since``."""
-    found = [e for e in rp.events() if e["event"] == event and e["monotonic_s"] >= since]
+    found = _events_after(rp, event, since)
     assert found, f"{rp.replica_id}: no {event!r} after {since}:\n{rp.tail()}"
     return found[0]
 
 
 def _revoked_everything(rp: ReplicaProcess, since: float) -> bool:
     """True when the replica's first revoke after ``since`` took its whole assignment."""
-    events = rp.events()
-    before = [e for e in events if e["event"] == "assigned" and e["monotonic_s"] < since]
-    revokes = [e for e in events if e["event"] == "revoked" and e["monotonic_s"] >= since]
+    before = [e for e in rp.events() if e["event"] == "assigned" and e["monotonic_s"] < since]
+    revokes = _events_after(rp, "revoked", since)
     if not revokes:
         return False
     return sorted(revokes[0]["partitions"]) == sorted(before[-1]["assignment"])
