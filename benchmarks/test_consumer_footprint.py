@@ -34,7 +34,7 @@ import pytest
 
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from spark_consumer import capacity_records_per_s
-from spark_consumer.testing import (
+from tests.replica_helpers import (
     Periodic,
     ReplicaProcess,
     produce_events,

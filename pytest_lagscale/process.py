@@ -22,6 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
+from .contract.paths import cache_dir
 from .errors import LagscaleError
 from .lifecycle import StartStop
 
@@ -45,14 +46,6 @@ def run_id() -> str:
         rid = uuid.uuid4().hex[:12]
         os.environ[RUN_ID_ENV] = rid
     return rid
-
-
-def cache_dir() -> Path:
-    """Per-user cache root (``$LAGSCALE_CACHE_DIR`` or ``~/.cache/pytest-lagscale``)."""
-    root = os.environ.get("LAGSCALE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pytest-lagscale"
-    )
-    return Path(root)
 
 
 def pid_dir(rid: str | None = None) -> Path:

@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Sequence
 
-from pytest_lagscale.clock import RealClock
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.clock import RealClock
+from pytest_lagscale.contract.errors import ConfigError
 
 from .dimension import load_dimension
 from .engine import make_engine

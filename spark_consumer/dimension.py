@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 DIMENSION_SCHEMA = pa.schema(
     [("bucket", pa.int32()), ("segment", pa.string()), ("region", pa.string())]

@@ -1,6 +1,6 @@
 """The replica's event log: JSON Lines, one object per event, flushed per line.
 
-Every line has the header of :mod:`pytest_lagscale.eventlog` (``event``, ``source`` = the
+Every line has the header of :mod:`pytest_lagscale.contract.eventlog` (``event``, ``source`` = the
 replica id, ``wall_time`` in UTC ISO-8601, ``wall_ns``, ``monotonic_s``: the host's monotonic
 clock, shared with the harness), then ``replica_id`` and ``pid``, plus the event's own
 fields. Events, in the order a replica's life produces them:
@@ -28,13 +28,14 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_lagscale import eventlog
-from pytest_lagscale.clock import Clock
+from pytest_lagscale.contract import eventlog
+from pytest_lagscale.contract.clock import Clock
 
 
 class EventLog(eventlog.EventLog):
-    """The replica's :class:`pytest_lagscale.eventlog.EventLog`: ``source`` and ``replica_id``
-    are the replica id, ``pid`` is stamped on every line, and every line is echoed to stderr.
+    """The replica's :class:`pytest_lagscale.contract.eventlog.EventLog`: ``source`` and
+    ``replica_id`` are the replica id, ``pid`` is stamped on every line, and every line is
+    echoed to stderr.
 
     Args:
         replica_id: stamped on every line.

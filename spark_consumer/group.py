@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
-from pytest_lagscale.clock import Clock
+from pytest_lagscale.contract.clock import Clock
 
 from .eventlog import EventLog
 from .metrics import ReplicaMetrics

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 ENV_PREFIX = "LAGSCALE_"
 BALANCERS = ("cooperative-sticky", "range", "roundrobin", "consumer")
@@ -25,7 +25,7 @@ COOPERATIVE_BALANCERS = ("cooperative-sticky", "consumer")
 REMOTE_ASSIGNORS = ("uniform", "range")
 COMMIT_MODES = ("manual", "auto")
 ENGINES = ("spark", "arrow")
-DEFAULT_DIMENSION = Path(__file__).resolve().parent.parent / "fixtures/dimensions/segments.csv"
+DEFAULT_DIMENSION = Path(__file__).resolve().parent / "data" / "segments.csv"  # package data
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from pytest_lagscale.clock import Clock
+from pytest_lagscale.contract.clock import Clock
 
 from .engine import ENRICHED_SCHEMA, Engine
 from .metrics import ReplicaMetrics

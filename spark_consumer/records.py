@@ -1,6 +1,6 @@
 """From polled Kafka messages to an Arrow table of records, and back to offsets to commit.
 
-The value layout is the load generator's (:mod:`pytest_lagscale.load.events`: entity_id u64,
+The value layout is the contract's (:mod:`pytest_lagscale.contract.wire`: entity_id u64,
 payload 256 B, ts i64 ns, seq u64; 280 bytes little-endian). ``decode`` is the one place that
 knows it.
 """
@@ -13,7 +13,7 @@ from typing import Protocol, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pytest_lagscale.load.events import EVENT_SIZE_BYTES, decode_events
+from pytest_lagscale.contract.wire import EVENT_SIZE_BYTES, decode_events
 
 RECORD_SCHEMA = pa.schema(
     [

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_lagscale.clock import Clock
+from pytest_lagscale.contract.clock import Clock
 
 from .engine import Engine
 from .eventlog import EventLog

@@ -13,9 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from spark_consumer.engine.spark import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERTIES,
-                                         core_jars_first, launch_gateway, shutdown_gateway)
-
+from ..contract.jvm import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERTIES, core_jars_first,
+                            launch_gateway, shutdown_gateway)
 from ..errors import LagscaleError
 from ..lifecycle import StartStop
 
@@ -33,7 +32,7 @@ SPARK_SETTINGS: dict[str, str] = {**LOCAL_SESSION_SETTINGS, "spark.driver.memory
 shuffle partition, loopback only, no UI) with a larger heap.
 :class:`LocalSpark` adds ``spark.driver.extraClassPath`` (Spark's core jars first: every job's
 closure cleaning reads class files through the class path, and a miss walks ~280 jars in
-alphabetical order; measured in ``spark_consumer/engine/spark.py``), ``spark.local.dir`` (a
+alphabetical order; see :func:`pytest_lagscale.contract.jvm.core_jars_first`), ``spark.local.dir`` (a
 temporary directory, removed on stop) and ``spark.driver.extraJavaOptions``."""
 
 

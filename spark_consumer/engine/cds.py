@@ -11,7 +11,7 @@ engine, warms it and exits (``-XX:ArchiveClassesAtExit``; the dump itself takes 
 Replicas use the archive when it exists (``-XX:SharedArchiveFile``, ``-Xshare:auto``: a stale
 or mismatched archive is ignored by the JVM) and start without it otherwise. Container images
 should run the training step at build time. Location: ``<cache dir>/spark-cds/`` (see
-:func:`pytest_lagscale.process.cache_dir`); each new archive prunes that directory to the
+:func:`pytest_lagscale.contract.paths.cache_dir`); each new archive prunes that directory to the
 :data:`KEEP_ARCHIVES` most recent ones (every checkout with its own virtualenv keys its own
 archive, so the directory would otherwise grow by ~160 MB per checkout).
 """
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from pytest_lagscale.process import cache_dir
+from pytest_lagscale.contract.paths import cache_dir
 
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 #: Archives kept in the cache directory (the newest by modification time).

@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 import pytest
 
 from pytest_lagscale.kafka.admin import KafkaAdmin
-from spark_consumer.testing import ReplicaProcess
+from tests.replica_helpers import ReplicaProcess
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from spark_consumer.store import read_store
-from spark_consumer.testing import (
+from tests.replica_helpers import (
     produce_events,
     store_counts,
     wait_all_committed,

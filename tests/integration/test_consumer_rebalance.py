@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from spark_consumer.testing import (
+from tests.replica_helpers import (
     Periodic,
     ReplicaProcess,
     produce_events,

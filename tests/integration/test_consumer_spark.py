@@ -19,7 +19,7 @@ from spark_consumer.engine import make_engine
 from spark_consumer.options import DEFAULT_DIMENSION
 from spark_consumer.records import RECORD_SCHEMA
 from spark_consumer.store import read_store
-from spark_consumer.testing import ReplicaProcess, produce_events, store_counts, wait_all_committed
+from tests.replica_helpers import ReplicaProcess, produce_events, store_counts, wait_all_committed
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""Helpers to drive replica processes from tests and benchmarks (not used by the replica).
+"""Helpers to drive replica processes from tests and benchmarks (moved out of ``spark_consumer``:
+the replica imports nothing from the harness but the contract layer, these helpers need it).
 
 :class:`ReplicaProcess` runs ``python -m spark_consumer`` under
 :class:`~pytest_lagscale.process.ManagedProcess` and reads what the replica exposes: its port
@@ -19,12 +20,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from pytest_lagscale.errors import ReadinessTimeout, ReplicaExited
+from pytest_lagscale.contract.errors import ReadinessTimeout, ReplicaExited
 from pytest_lagscale.load.events import EVENT_DTYPE, encode_events
 from pytest_lagscale.load.producer import flush
 from pytest_lagscale.process import ManagedProcess
-
-from .eventlog import read_events
+from spark_consumer.eventlog import read_events
 
 
 class Periodic:

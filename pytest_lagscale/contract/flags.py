@@ -1,0 +1,198 @@
+"""The replica's flags: one table for the replica's parser and the harness's Deployment check.
+
+Every flag ``--foo-bar`` of ``python -m spark_consumer`` is one :class:`Flag` row of
+:data:`FLAGS`: its type, its range or choices (with the sentence naming them, unit included),
+its default, its environment equivalent ``LAGSCALE_FOO_BAR``, its help, an example value and
+whether the platform sets it per replica (:data:`PLATFORM_FLAGS`). ``spark_consumer.options``
+builds its argparse parser and environment fallbacks from it;
+:mod:`pytest_lagscale.config.replica_args` validates a Deployment's ``args`` with it. The enums
+(:data:`BALANCERS`, :data:`COOPERATIVE_BALANCERS`, :data:`REMOTE_ASSIGNORS`,
+:data:`COMMIT_MODES`, :data:`ENGINES`) are declared here only.
+
+Example:
+    >>> FLAG_BY_OPTION["--max-batch"].parse("5000")
+    5000
+    >>> FLAG_BY_OPTION["--max-batch"].allowed
+    'a whole number of records in 1..1000000'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+ENV_PREFIX = "LAGSCALE_"
+BALANCERS = ("cooperative-sticky", "range", "roundrobin", "consumer")
+"""Rebalance protocols: classic eager (range, roundrobin), classic cooperative
+(cooperative-sticky) and KIP-848 (consumer)."""
+COOPERATIVE_BALANCERS = ("cooperative-sticky", "consumer")
+"""Balancers whose rebalance callbacks carry incremental partition lists."""
+REMOTE_ASSIGNORS = ("uniform", "range")
+"""Broker-side assignors of the KIP-848 ``consumer`` protocol."""
+COMMIT_MODES = ("manual", "auto")
+ENGINES = ("spark", "arrow")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+"""Replica ids and static member ids: 1-64 characters, safe in file names and client ids."""
+BOOL_WORDS = ("1", "0", "true", "false", "yes", "no")
+_ID_TEXT = "1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag of the replica.
+
+    Attributes:
+        name: the flag without its dashes (``max-batch``).
+        type: the value's type: ``str``, ``int``, ``float``, ``bool`` or ``Path``.
+        help: the ``--help`` text (ends with the default).
+        allowed: the allowed values as a phrase with the unit (``a whole number of records in
+            1..1000000``), used in every problem line.
+        example: a valid value, for the fix in problem lines.
+        default: the value when neither the flag nor its environment variable is given (None:
+            none, or computed by the replica).
+        metavar: the ``--help`` placeholder (a unit such as ``MS``, or the choices).
+        lo: smallest number allowed (numbers only).
+        hi: largest number allowed (numbers only).
+        lo_open: ``lo`` itself is excluded.
+        choices: the allowed values of an enum flag.
+        pattern: a regular expression the whole value must match (text only).
+        required: the replica does not start without it.
+        platform: set per replica by the platform (not taken from the Deployment).
+    """
+
+    name: str
+    type: type
+    help: str
+    allowed: str
+    example: str
+    default: Any = None
+    metavar: str | None = None
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    choices: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = None
+    required: bool = False
+    platform: bool = False
+
+    @property
+    def option(self) -> str:
+        """The flag as written on a command line (``--max-batch``)."""
+        return "--" + self.name
+
+    @property
+    def env(self) -> str:
+        """Its environment equivalent (``LAGSCALE_MAX_BATCH``)."""
+        return ENV_PREFIX + self.name.upper().replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        """Its Python name (``max_batch``)."""
+        return self.name.replace("-", "_")
+
+    def parse(self, text: str) -> Any:
+        """The typed value of ``text``.
+
+        Raises:
+            ValueError: ``text`` is not one of :attr:`allowed` (the message is not meant for
+                users; callers report :attr:`allowed`).
+        """
+        if self.type is bool:
+            low = text.strip().lower()
+            if low not in BOOL_WORDS:
+                raise ValueError(text)
+            return low in ("1", "true", "yes")
+        if self.type in (int, float):
+            return self._number(text)
+        if self.choices or self.pattern is not None:
+            if text not in self.choices and not (self.pattern and self.pattern.fullmatch(text)):
+                raise ValueError(text)
+            return text
+        value = text.strip()
+        if not value:
+            raise ValueError(text)
+        return Path(value) if self.type is Path else value
+
+    def _number(self, text: str) -> int | float:
+        value = self.type(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(text)
+        if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
+            raise ValueError(text)
+        if self.hi is not None and value > self.hi:
+            raise ValueError(text)
+        return value
+
+
+def _enum(name: str, choices: tuple[str, ...], default: str | None, help: str) -> Flag:
+    return Flag(name, str, help, "one of " + ", ".join(choices), choices[0] if default is None
+                else default, default, "{" + ",".join(choices) + "}", choices=choices)
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("bootstrap", str, "Kafka bootstrap servers, comma-separated (required)",
+         "a non-empty host:port list", "kafka:9092", metavar="HOST:PORT", required=True),
+    Flag("topic", str, "Topic to consume (default: events)", "a non-empty topic name", "events",
+         "events", "NAME"),
+    Flag("group", str, "Consumer group id (default: enrich)", "a non-empty group id", "enrich",
+         "enrich", "NAME"),
+    _enum("balancer", BALANCERS, "cooperative-sticky",
+          "Rebalance protocol: classic eager range or roundrobin, classic cooperative-sticky "
+          "or KIP-848 consumer (default: cooperative-sticky)"),
+    _enum("remote-assignor", REMOTE_ASSIGNORS, None,
+          "Broker-side assignor, only with --balancer consumer (default: uniform)"),
+    Flag("session-timeout", float,
+         "Classic-group session timeout, not allowed with --balancer consumer (default: 10)",
+         "a number of seconds in 1..3600", "10", metavar="SECONDS", lo=1.0, hi=3600.0),
+    Flag("process-ms", float, "Simulated downstream write time per record (default: 5)",
+         "a number of ms in 0..60000", "5", 5.0, "MS", lo=0.0, hi=60000.0),
+    Flag("inflight", int, "Records written downstream concurrently (default: 10)",
+         "a whole number of records in 1..100000", "500", 10, "RECORDS", lo=1, hi=100000),
+    _enum("commit", COMMIT_MODES, "manual",
+          "Commit processed offsets synchronously after each batch (manual) or store them for "
+          "the auto-committer (auto) (default: manual)"),
+    Flag("drain-timeout", float,
+         "Time allowed from SIGTERM to exit, past it the replica exits 1 (default: 25)",
+         "a number of seconds in (0, 3600]", "30", 25.0, "SECONDS", lo=0.0, hi=3600.0,
+         lo_open=True),
+    Flag("metrics-host", str, "Address of the /metrics and /ready server (default: 127.0.0.1)",
+         "a non-empty address", "0.0.0.0", "127.0.0.1", "ADDRESS"),
+    Flag("metrics-port", int,
+         "Port of the /metrics and /ready server, 0 = ephemeral (default: 0)",
+         "a port number in 0..65535", "9400", 0, "PORT", lo=0, hi=65535, platform=True),
+    Flag("port-file", Path, "File receiving the bound metrics port (default: none)", "a path",
+         "/tmp/replica.port", metavar="PATH"),
+    Flag("store", Path, "Directory of the downstream Parquet store (required)",
+         "a directory path", "/data/store", metavar="PATH", required=True, platform=True),
+    Flag("instance-id", str, "Static membership group.instance.id (default: none)", _ID_TEXT,
+         "$(POD_NAME)", metavar="ID", pattern=ID_PATTERN),
+    Flag("max-batch", int, "Most records per micro-batch (default: 2000)",
+         "a whole number of records in 1..1000000", "2000", 2000, "RECORDS", lo=1, hi=1000000),
+    Flag("batch-wait-ms", float, "Longest wait for a micro-batch to fill (default: 500)",
+         "a number of ms in 1..60000", "500", 500.0, "MS", lo=1.0, hi=60000.0),
+    Flag("replica-id", str, "Name in metrics, event log, store rows and client.id "
+         "(default: <hostname>-<pid>)", _ID_TEXT, "replica-0001", metavar="ID",
+         pattern=ID_PATTERN, platform=True),
+    _enum("engine", ENGINES, "spark", "Enrichment engine (default: spark)"),
+    Flag("event-log", Path, "JSONL event log to append to (default: none)", "a path",
+         "/data/events.jsonl", metavar="PATH", platform=True),
+    Flag("log-batches", bool, "Write one batch event per micro-batch with its timings "
+         "(default: false)", "one of " + ", ".join(("true", "false", "1", "0", "yes", "no")),
+         "true", False, "BOOL"),
+    Flag("dimension", Path, "Dimension table CSV with bucket,segment,region (default: the "
+         "segments.csv shipped with the replica)", "a path", "/data/segments.csv",
+         metavar="PATH"),
+)
+"""Every flag of the replica, in ``--help`` order."""
+
+FLAG_BY_OPTION: Mapping[str, Flag] = MappingProxyType({f.option: f for f in FLAGS})
+"""``{"--max-batch": Flag(...)}``."""
+FLAG_BY_DEST: Mapping[str, Flag] = MappingProxyType({f.dest: f for f in FLAGS})
+"""``{"max_batch": Flag(...)}``."""
+PLATFORM_FLAGS: tuple[str, ...] = tuple(f.option for f in FLAGS if f.platform)
+"""Flags the platform sets per replica (``--metrics-port``, ``--store``, ``--replica-id``,
+``--event-log``); a Deployment's values of them are replaced."""
