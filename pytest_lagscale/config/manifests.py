@@ -1,7 +1,9 @@
 """Load the committed manifests together and check that they agree with each other.
 
-``k8s/`` holds one ScaledObject (full or ``-ci`` scale), the consumer Deployment and the CPU
-HPA of experiment 1; each file is validated on its own first, then across files.
+The bundled manifests (``pytest_lagscale/data/k8s/``, symlinked from the repository's ``k8s/``)
+are one ScaledObject (full or ``-ci`` scale), the consumer Deployment and the CPU HPA of
+experiment 1; each file is validated on its own first, then across files.
+:func:`manifest_paths` lives in :mod:`pytest_lagscale.config.bundled` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -10,36 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_lagscale.config._problems import Problems
+from pytest_lagscale.config.bundled import SCALES, data_path, manifest_paths
 from pytest_lagscale.config.deployment import DeploymentConfig, load_deployment
 from pytest_lagscale.config.hpa import CpuHpaConfig, load_cpu_hpa
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig, load_scaled_object
 from pytest_lagscale.errors import ConfigError
 
-K8S_DIR = Path(__file__).resolve().parents[2] / "k8s"
-SCALES = ("ci", "full")
-
-
-def manifest_paths(scale: str, k8s_dir: str | Path | None = None) -> dict[str, Path]:
-    """The committed files for ``--lagscale-scale``: ``ci`` uses the ``-ci`` variants.
-
-    Args:
-        scale: ``ci`` or ``full``.
-        k8s_dir: directory holding the manifests (default: the repository's ``k8s/``).
-
-    Returns:
-        ``{'deployment': ..., 'scaled_object': ..., 'cpu_hpa': ...}``.
-
-    Raises:
-        ConfigError: unknown scale.
-    """
-    if scale not in SCALES:
-        raise ConfigError(f"'--lagscale-scale': got {scale!r}, expected one of ci, full in the command line; "
-                          f"use ci or full")
-    base = Path(k8s_dir) if k8s_dir is not None else K8S_DIR
-    suffix = "-ci" if scale == "ci" else ""
-    return {"deployment": base / f"consumer-deployment{suffix}.yaml",
-            "scaled_object": base / f"scaledobject{suffix}.yaml",
-            "cpu_hpa": base / f"hpa-cpu{suffix}.yaml"}
+K8S_DIR = data_path("k8s")
+__all__ = ["K8S_DIR", "SCALES", "Manifests", "check_manifests", "load_manifests", "manifest_paths"]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The pinned Apache Kafka classpath, resolved from Maven Central into a per-user cache.
 
-The Kafka release tarball is not used. ``fixtures/kafka/pom.xml`` pins the broker (``kafka_2.13``),
+The Kafka release tarball is not used. The bundled ``pytest_lagscale/data/kafka/pom.xml`` (in a
+checkout also ``fixtures/kafka/pom.xml``, a symlink) pins the broker (``kafka_2.13``),
 the perf tools (``kafka-tools``) and the log4j SLF4J binding; the installed Maven copies their
 runtime closure into ``~/.cache/pytest-lagscale/kafka-<version>/libs`` once. A marker file holding
 the pom's SHA-256 makes later calls return at once; a changed pom resolves again. Concurrent
@@ -20,6 +21,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config.bundled import data_path
 from ..errors import BrokerError
 from ..process import cache_dir
 
@@ -28,13 +30,17 @@ MAVEN_TIMEOUT_S = 900.0
 
 
 def fixtures_dir() -> Path:
-    """The committed ``fixtures/`` directory (``$LAGSCALE_FIXTURES`` overrides)."""
+    """The directory holding ``kafka/pom.xml`` and ``prometheus/prometheus.yml.template``.
+
+    ``$LAGSCALE_FIXTURES`` (a directory with that layout) overrides the bundled package data
+    (``pytest_lagscale/data/``).
+    """
     env = os.environ.get("LAGSCALE_FIXTURES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "fixtures"
+    return Path(env) if env else data_path()
 
 
 def pinned_pom() -> Path:
-    """Path of the committed pom that pins the Kafka classpath."""
+    """Path of the pom that pins the Kafka classpath (``<fixtures_dir()>/kafka/pom.xml``)."""
     return fixtures_dir() / "kafka" / "pom.xml"
 
 
@@ -48,8 +54,8 @@ def pinned_version(pom: Path | None = None) -> str:
     try:
         root = ET.parse(pom).getroot()
     except (OSError, ET.ParseError) as exc:
-        raise BrokerError(f"{str(pom)!r}: cannot read the Kafka pin: {exc}; restore "
-                          "fixtures/kafka/pom.xml from git") from exc
+        raise BrokerError(f"{str(pom)!r}: cannot read the Kafka pin: {exc}; reinstall "
+                          "pytest-lagscale or unset LAGSCALE_FIXTURES") from exc
     node = root.find("m:properties/m:kafka.version", _POM_NS)
     if node is None or not (node.text or "").strip():
         raise BrokerError(f"{str(pom)!r}: no <kafka.version> property; add it under <properties>")
@@ -78,7 +84,7 @@ def resolve(pom: Path | None = None, *, maven: str = "mvn") -> KafkaDistribution
     """Return the pinned Kafka classpath, resolving it with Maven on first use.
 
     Args:
-        pom: the pin (default ``fixtures/kafka/pom.xml``).
+        pom: the pin (default :func:`pinned_pom`).
         maven: the Maven executable.
 
     Raises:

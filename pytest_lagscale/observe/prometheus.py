@@ -2,7 +2,7 @@
 
 The server is the Debian/upstream ``prometheus`` binary (2.x) started through
 :class:`~pytest_lagscale.process.ManagedProcess` on a free 127.0.0.1 port. Its config is rendered
-from the committed template ``fixtures/prometheus/prometheus.yml.template``; nothing of the
+from the bundled template ``pytest_lagscale/data/prometheus/prometheus.yml.template``; nothing of the
 system installation (``/etc/prometheus``, ``/var/lib/prometheus``) is read or written.
 
 Layout under ``<run_dir>/prometheus/``::
@@ -40,7 +40,11 @@ JOBS: tuple[str, ...] = ("replicas", "controller", "lag_exporter")
 
 
 def template_path() -> Path:
-    """The committed config template (``fixtures/prometheus/prometheus.yml.template``)."""
+    """The Prometheus config template file.
+
+    ``prometheus/prometheus.yml.template`` under :func:`~pytest_lagscale.kafka.artifacts.fixtures_dir`:
+    the bundled package data, or ``$LAGSCALE_FIXTURES``.
+    """
     return fixtures_dir() / "prometheus" / "prometheus.yml.template"
 
 

@@ -1,0 +1,122 @@
+"""Bundled defaults (profiles, manifests, Kafka pin, templates) found through the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import pytest_lagscale
+from pytest_lagscale.config import bundled, manifests
+from pytest_lagscale.config.bundled import (data_path, manifest_names, manifest_path, manifest_paths,
+                                            profile_names, resolve_profile)
+from pytest_lagscale.errors import ConfigError
+
+PACKAGE_DATA = Path(pytest_lagscale.__file__).resolve().parent / "data"
+REPO = Path(__file__).resolve().parents[3]
+NAMES = "bursty, bursty-ci, spike, spike-ci, spike-demo"
+
+
+def test_data_path_is_a_real_directory_inside_the_package() -> None:
+    assert isinstance(data_path(), Path)
+    assert data_path() == PACKAGE_DATA
+    assert data_path("kafka", "pom.xml").is_file()
+    assert data_path("prometheus", "prometheus.yml.template").is_file()
+
+
+def test_profile_names() -> None:
+    assert profile_names() == ("bursty", "bursty-ci", "spike", "spike-ci", "spike-demo")
+
+
+@pytest.mark.parametrize(("value", "scale", "expected"), [
+    pytest.param("spike-ci", None, "spike-ci.yaml", id="name"),
+    pytest.param("spike", None, "spike.yaml", id="name-without-scale"),
+    pytest.param("spike", "ci", "spike-ci.yaml", id="name-by-scale-ci"),
+    pytest.param("spike", "full", "spike.yaml", id="name-by-scale-full"),
+    pytest.param("spike-ci", "ci", "spike-ci.yaml", id="ci-name-at-ci"),
+    pytest.param("spike-demo", "ci", "spike-demo.yaml", id="no-ci-variant-falls-back"),
+])
+def test_resolve_bundled_name(value: str, scale: str | None, expected: str) -> None:
+    path = resolve_profile(value, scale)
+    assert path == PACKAGE_DATA / "profiles" / expected
+    assert path.is_file()
+
+
+def test_resolve_existing_path_wins_over_a_bundled_name(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("spike").write_text("name: mine\n")
+    assert resolve_profile("spike", "ci") == Path("spike")
+    assert resolve_profile(str(tmp_path / "spike")) == tmp_path / "spike"
+
+
+def test_resolve_repository_symlink_path() -> None:
+    path = resolve_profile(str(REPO / "fixtures" / "profiles" / "spike-demo.yaml"))
+    assert path == REPO / "fixtures" / "profiles" / "spike-demo.yaml"
+    assert path.resolve() == PACKAGE_DATA / "profiles" / "spike-demo.yaml"
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param("spikes", id="unknown-name"),
+    pytest.param("fixtures/profiles/nope.yaml", id="missing-path"),
+])
+def test_resolve_unknown_profile(value: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        resolve_profile(value, "ci")
+    assert str(info.value) == (
+        f"'--profile': got {value!r}, expected an existing profile YAML file or a bundled profile "
+        f"name ({NAMES}) in the command line; pass a path to a profile file or one of the bundled "
+        "names")
+
+
+def test_resolve_unknown_scale() -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_profile("spike", "huge")
+    assert str(info.value) == ("'--lagscale-scale': got 'huge', expected one of ci, full in the "
+                               "command line; use ci or full")
+
+
+@pytest.mark.parametrize(("scale", "suffix"), [pytest.param("ci", "-ci", id="ci"),
+                                               pytest.param("full", "", id="full")])
+def test_manifest_paths_are_bundled_files(scale: str, suffix: str) -> None:
+    paths = manifest_paths(scale)
+    assert paths == {"deployment": PACKAGE_DATA / "k8s" / f"consumer-deployment{suffix}.yaml",
+                     "scaled_object": PACKAGE_DATA / "k8s" / f"scaledobject{suffix}.yaml",
+                     "cpu_hpa": PACKAGE_DATA / "k8s" / f"hpa-cpu{suffix}.yaml"}
+    assert all(path.is_file() for path in paths.values())
+
+
+def test_manifest_paths_still_importable_from_manifests() -> None:
+    assert manifests.manifest_paths is bundled.manifest_paths
+    assert manifests.K8S_DIR == PACKAGE_DATA / "k8s"
+
+
+@pytest.mark.parametrize("name", [pytest.param("scaledobject-ci", id="stem"),
+                                  pytest.param("scaledobject-ci.yaml", id="file-name")])
+def test_manifest_path(name: str) -> None:
+    assert manifest_path(name) == PACKAGE_DATA / "k8s" / "scaledobject-ci.yaml"
+
+
+def test_manifest_path_unknown() -> None:
+    with pytest.raises(ConfigError) as info:
+        manifest_path("scaledobjects")
+    assert str(info.value) == (f"manifest 'scaledobjects': not bundled, expected one of "
+                               f"{', '.join(manifest_names())}; pass one of the bundled names or a "
+                               "path to your own manifest")
+
+
+@pytest.mark.parametrize("link", [
+    pytest.param("k8s/scaledobject.yaml", id="k8s"),
+    pytest.param("fixtures/profiles/spike-demo.yaml", id="profiles"),
+    pytest.param("fixtures/kafka/pom.xml", id="kafka-pom"),
+    pytest.param("fixtures/prometheus/prometheus.yml.template", id="prometheus"),
+    pytest.param("fixtures/dimensions/segments.csv", id="dimension"),
+])
+def test_repository_paths_are_relative_symlinks_into_the_packages(link: str) -> None:
+    if not (REPO / ".git").exists():
+        pytest.skip("not a source checkout: the repository's symlinks are not there")
+    path = REPO / link
+    assert path.is_symlink() and not Path(path.readlink()).is_absolute()
+    assert path.resolve().is_file()
+    assert path.resolve().is_relative_to(REPO / "pytest_lagscale" / "data") or \
+        path.resolve().is_relative_to(REPO / "spark_consumer" / "data")
