@@ -1,21 +1,31 @@
 """The consumer replica's command line (DESIGN.md "Consumer replica contract"), validated.
 
 Flags come after ``python -m spark_consumer`` (or ``spark-consumer``), as ``--flag value`` or
-``--flag=value``. A problem's subject is ``<container path>.args[--flag]``.
+``--flag=value``. A problem's subject is ``<container path>.args[--flag]``. The flags, their
+ranges and their examples are the contract's table (:mod:`pytest_lagscale.contract.flags`), the
+one the replica's own parser uses, so a Deployment validates exactly when the replica would
+start with it. A Deployment must state the flags in :data:`DEPLOYMENT_REQUIRED` (the harness
+reads their values); a text value holding an unexpanded ``$(VAR)`` is left for Kubernetes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Mapping
 
 from pytest_lagscale.config._problems import MISSING, Problems, nearest
+from pytest_lagscale.contract.flags import (BALANCERS, COMMIT_MODES, ENGINES, FLAG_BY_OPTION, Flag,
+                                            conflicts)
 
-BALANCERS = ("cooperative-sticky", "range", "roundrobin", "consumer")
-COMMIT_MODES = ("manual", "auto")
-ENGINES = ("spark", "arrow")
+__all__ = ["BALANCERS", "COMMIT_MODES", "DEPLOYMENT_REQUIRED", "ENGINES", "ReplicaArgs",
+           "collect_replica_args", "program_end"]
+
+DEPLOYMENT_REQUIRED = ("--bootstrap", "--topic", "--group", "--balancer", "--process-ms",
+                       "--inflight", "--commit", "--drain-timeout", "--metrics-port", "--store")
+"""Flags a Deployment must state (the harness reads them: capacity, drain, probe port)."""
 
 
 @dataclass(frozen=True)
@@ -27,11 +37,11 @@ class ReplicaArgs:
         topic: ``--topic``.
         group: ``--group`` (consumer group id).
         balancer: ``--balancer``: cooperative-sticky, range, roundrobin or consumer (KIP-848).
-        process_ms: ``--process-ms`` simulated work per record in milliseconds (>= 0).
-        inflight: ``--inflight`` records in flight per replica (>= 1).
+        process_ms: ``--process-ms`` simulated work per record in milliseconds (0..60000).
+        inflight: ``--inflight`` records in flight per replica (1..100000).
         commit: ``--commit``: manual (after the batch is written) or auto.
-        drain_timeout_s: ``--drain-timeout`` seconds allowed for the SIGTERM drain (> 0).
-        metrics_port: ``--metrics-port`` for /metrics and /ready (1..65535).
+        drain_timeout_s: ``--drain-timeout`` seconds allowed for the SIGTERM drain, (0, 3600].
+        metrics_port: ``--metrics-port`` for /metrics and /ready (0..65535, 0 = ephemeral).
         store: ``--store`` path of the downstream Parquet store.
         instance_id: ``--instance-id`` for static membership (None = dynamic).
         engine: ``--engine``: spark (default) or arrow.
@@ -53,45 +63,15 @@ class ReplicaArgs:
     flags: Mapping[str, str] = field(default_factory=dict)
 
 
-def _text(value: str) -> str | None:
-    return value if value.strip() else None
-
-
-def _enum(choices: tuple[str, ...]) -> Callable[[str], str | None]:
-    return lambda value: value if value in choices else None
-
-
-def _number(lo: float, strict: bool, kind: type) -> Callable[[str], Any]:
-    def parse(value: str) -> Any:
-        try:
-            number = kind(value)
-        except ValueError:
-            return None
-        ok = number > lo if strict else number >= lo
-        return number if ok and number == number and number != float("inf") else None
-    return parse
-
-
-def _port(value: str) -> int | None:
-    number = _number(1, False, int)(value)
-    return number if number is not None and number <= 65535 else None
-
-
-# flag -> (field, parser, allowed text, example, required)
-FLAGS: dict[str, tuple[str, Callable[[str], Any], str, str, bool]] = {
-    "--bootstrap": ("bootstrap", _text, "a broker list host:port[,host:port]", "kafka:9092", True),
-    "--topic": ("topic", _text, "a topic name", "events", True),
-    "--group": ("group", _text, "a consumer group id", "enrich", True),
-    "--balancer": ("balancer", _enum(BALANCERS), "one of " + ", ".join(BALANCERS), "cooperative-sticky", True),
-    "--process-ms": ("process_ms", _number(0, False, float), "a number >= 0 (milliseconds per record)", "5", True),
-    "--inflight": ("inflight", _number(1, False, int), "an integer >= 1 (records)", "500", True),
-    "--commit": ("commit", _enum(COMMIT_MODES), "one of manual, auto", "manual", True),
-    "--drain-timeout": ("drain_timeout_s", _number(0, True, float), "a number > 0 (seconds)", "30", True),
-    "--metrics-port": ("metrics_port", _port, "an integer in [1, 65535]", "9400", True),
-    "--store": ("store", _text, "a directory path", "/data/store", True),
-    "--instance-id": ("instance_id", _text, "a static member id", "$(POD_NAME)", False),
-    "--engine": ("engine", _enum(ENGINES), "one of spark, arrow", "spark", False),
-}
+def _value(flag: Flag, text: str) -> Any:
+    """The typed value of ``text`` for ``flag`` (``$(VAR)`` text kept); None when invalid."""
+    if "$(" in text and flag.type in (str, Path) and not flag.choices:
+        return text
+    try:
+        value = flag.parse(text)
+    except ValueError:
+        return None
+    return str(value) if isinstance(value, Path) else value
 
 
 def collect_replica_args(argv: Sequence[str], path: str, p: Problems) -> ReplicaArgs | None:
@@ -107,19 +87,31 @@ def collect_replica_args(argv: Sequence[str], path: str, p: Problems) -> Replica
         return None
     before = len(p.lines)
     values: dict[str, Any] = {}
-    for flag, (name, parse, allowed, example, required) in FLAGS.items():
-        subject = f"{path}[{flag}]"
-        if flag not in flags:
-            if required:
-                p.add(subject, MISSING, allowed, f"add '{flag}={example}' to args")
+    for option, flag in FLAG_BY_OPTION.items():
+        subject = f"{path}[{option}]"
+        if option not in flags:
+            if option in DEPLOYMENT_REQUIRED:
+                p.add(subject, MISSING, flag.allowed, f"add '{option}={flag.example}' to args")
             continue
-        value = parse(flags[flag])
+        value = _value(flag, flags[option])
         if value is None:
-            p.add(subject, flags[flag], allowed, f"write e.g. '{flag}={example}'")
-        values[name] = value
+            p.add(subject, flags[option], flag.allowed, f"write e.g. '{option}={flag.example}'")
+        values[option] = value
+    for c in conflicts(flags, values["--balancer"]) if values.get("--balancer") else ():
+        p.add(f"{path}[{c.option}]", flags[c.option], c.expected, c.fix)
     if len(p.lines) != before:
         return None
-    return ReplicaArgs(**values, flags=MappingProxyType(dict(flags)))
+    return _replica_args({FLAG_BY_OPTION[o].dest: v for o, v in values.items()}, flags)
+
+
+def _replica_args(v: Mapping[str, Any], flags: Mapping[str, str]) -> ReplicaArgs:
+    """The :class:`ReplicaArgs` of validated values keyed by flag ``dest``."""
+    return ReplicaArgs(
+        bootstrap=v["bootstrap"], topic=v["topic"], group=v["group"], balancer=v["balancer"],
+        process_ms=v["process_ms"], inflight=v["inflight"], commit=v["commit"],
+        drain_timeout_s=v["drain_timeout"], metrics_port=v["metrics_port"], store=v["store"],
+        instance_id=v.get("instance_id"), engine=v.get("engine", FLAG_BY_OPTION["--engine"].default),
+        flags=MappingProxyType(dict(flags)))
 
 
 def _split_flags(argv: Sequence[str], path: str, p: Problems) -> dict[str, str] | None:
@@ -134,16 +126,19 @@ def _split_flags(argv: Sequence[str], path: str, p: Problems) -> dict[str, str] 
     while i < len(rest):
         token = str(rest[i])
         name, eq, value = token.partition("=")
-        if name not in FLAGS:
-            guess = nearest(name, FLAGS) if name.startswith("-") else None
-            fix = f"rename it to '{guess}'" if guess else f"remove it (known flags: {', '.join(FLAGS)})"
+        if name not in FLAG_BY_OPTION:
+            guess = nearest(name, FLAG_BY_OPTION) if name.startswith("-") else None
+            fix = (f"rename it to '{guess}'" if guess
+                   else f"remove it (known flags: {', '.join(FLAG_BY_OPTION)})")
             p.add(f"{path}[{token}]", token, "a flag of the replica contract", fix)
             takes_next = not eq and i + 1 < len(rest) and not str(rest[i + 1]).startswith("-")
             i += 2 if takes_next else 1
             continue
         if not eq:
             if i + 1 >= len(rest):
-                p.add(f"{path}[{name}]", MISSING, FLAGS[name][2], f"give it a value: '{name}={FLAGS[name][3]}'")
+                flag = FLAG_BY_OPTION[name]
+                p.add(f"{path}[{name}]", MISSING, flag.allowed,
+                      f"give it a value: '{name}={flag.example}'")
                 break
             value = str(rest[i + 1])
             i += 1

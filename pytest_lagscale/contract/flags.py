@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 ENV_PREFIX = "LAGSCALE_"
 BALANCERS = ("cooperative-sticky", "range", "roundrobin", "consumer")
@@ -171,7 +171,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("instance-id", str, "Static membership group.instance.id (default: none)", _ID_TEXT,
          "$(POD_NAME)", metavar="ID", pattern=ID_PATTERN),
     Flag("max-batch", int, "Most records per micro-batch (default: 2000)",
-         "a whole number of records in 1..1000000", "2000", 2000, "RECORDS", lo=1, hi=1000000),
+         "a whole number of records in 1..1000000", "5000", 2000, "RECORDS", lo=1, hi=1000000),
     Flag("batch-wait-ms", float, "Longest wait for a micro-batch to fill (default: 500)",
          "a number of ms in 1..60000", "500", 500.0, "MS", lo=1.0, hi=60000.0),
     Flag("replica-id", str, "Name in metrics, event log, store rows and client.id "
@@ -181,7 +181,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("event-log", Path, "JSONL event log to append to (default: none)", "a path",
          "/data/events.jsonl", metavar="PATH", platform=True),
     Flag("log-batches", bool, "Write one batch event per micro-batch with its timings "
-         "(default: false)", "one of " + ", ".join(("true", "false", "1", "0", "yes", "no")),
+         "(default: false)", "one of true, false, 1, 0, yes, no",
          "true", False, "BOOL"),
     Flag("dimension", Path, "Dimension table CSV with bucket,segment,region (default: the "
          "segments.csv shipped with the replica)", "a path", "/data/segments.csv",
@@ -196,3 +196,46 @@ FLAG_BY_DEST: Mapping[str, Flag] = MappingProxyType({f.dest: f for f in FLAGS})
 PLATFORM_FLAGS: tuple[str, ...] = tuple(f.option for f in FLAGS if f.platform)
 """Flags the platform sets per replica (``--metrics-port``, ``--store``, ``--replica-id``,
 ``--event-log``); a Deployment's values of them are replaced."""
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A flag given with a ``--balancer`` it does not work with.
+
+    Attributes:
+        option: the flag (``--session-timeout``).
+        reason: what is wrong, after the value (``is not allowed with --balancer consumer ...``).
+        expected: what is allowed instead, as a phrase for a problem line.
+        fix: the fix, an imperative without a trailing period.
+    """
+
+    option: str
+    reason: str
+    expected: str
+    fix: str
+
+
+def conflicts(given: Collection[str], balancer: str) -> list[Conflict]:
+    """The flags of ``given`` that ``balancer`` does not allow, in table order.
+
+    Args:
+        given: the flags set explicitly (``--remote-assignor``, ...).
+        balancer: the effective ``--balancer`` (one of :data:`BALANCERS`).
+
+    Returns:
+        One :class:`Conflict` per offending flag: ``--session-timeout`` with the KIP-848
+        ``consumer`` protocol (its session timeout is a broker setting), ``--remote-assignor``
+        with a classic balancer.
+    """
+    found = []
+    if balancer == "consumer" and "--session-timeout" in given:
+        why = "--balancer consumer (KIP-848 session timeouts are broker settings)"
+        found.append(Conflict("--session-timeout", f"is not allowed with {why}",
+                              f"no --session-timeout with {why}",
+                              "drop --session-timeout or choose a classic balancer"))
+    if balancer != "consumer" and "--remote-assignor" in given:
+        found.append(Conflict("--remote-assignor",
+                              f"is only valid with --balancer consumer, not {balancer!r}",
+                              f"--remote-assignor only with --balancer consumer, not {balancer!r}",
+                              "drop --remote-assignor or pass --balancer consumer"))
+    return found

@@ -55,7 +55,7 @@ BAD_DEPLOYMENTS = [
                   "(30 seconds) in deploy.yaml; set it to at least 40 so the drain ends before SIGKILL"],
                  id="grace-period-exceeds-drain-timeout"),
     pytest.param((((*ARGS, 4), "--process-ms=fast"),),
-                 [f"'{CPATH}.args[--process-ms]': got 'fast', expected a number >= 0 (milliseconds per record) in "
+                 [f"'{CPATH}.args[--process-ms]': got 'fast', expected a number of ms in 0..60000 in "
                   "deploy.yaml; write e.g. '--process-ms=5'"], id="flag-value-type"),
     pytest.param((((*ARGS, 3), "--balancer=sticky"),),
                  [f"'{CPATH}.args[--balancer]': got 'sticky', expected one of cooperative-sticky, range, roundrobin, "
@@ -63,7 +63,7 @@ BAD_DEPLOYMENTS = [
     pytest.param((((*ARGS, 5), "--in-flight=500"),),
                  [f"'{CPATH}.args[--in-flight=500]': got '--in-flight=500', expected a flag of the replica contract "
                   "in deploy.yaml; rename it to '--inflight'",
-                  f"'{CPATH}.args[--inflight]': got no value, expected an integer >= 1 (records) in deploy.yaml; "
+                  f"'{CPATH}.args[--inflight]': got no value, expected a whole number of records in 1..100000 in deploy.yaml; "
                   "add '--inflight=500' to args"], id="unknown-flag-suggests-nearest"),
     pytest.param((((*CONTAINER, "command"), ["python", "app.py"]),),
                  [f"'{CPATH}.command': got ['python', 'app.py'], expected a command running 'python -m "
