@@ -215,7 +215,7 @@ def _fallback(spec: Mapping[str, Any], triggers: tuple[TriggerConfig, ...], p: P
     threshold = _read.integer(data, "failureThreshold", path, p, lo=0, unit="failures")
     replicas = _read.integer(data, "replicas", path, p, lo=0, unit="replicas")
     behavior = _read.string(data, "behavior", path, p, default="static", choices=FALLBACK_BEHAVIORS)
-    if triggers and all(t.type == "cpu" for t in triggers):
+    if triggers and all(t.resource_metric for t in triggers):
         p.add(path, dict(data), "a fallback beside at least one non-cpu trigger",
               "remove fallback (cpu triggers do not support it) or add a kafka trigger")
     if threshold is None or replicas is None or behavior is None:
@@ -250,6 +250,6 @@ def _advanced(spec: Mapping[str, Any], meta: ObjectMeta | None,
 def _only_cpu_min_zero(spec: Mapping[str, Any], triggers: tuple[TriggerConfig, ...], min_count: int,
                        p: Problems) -> None:
     """KEDA refuses minReplicaCount 0 when every trigger is cpu/memory (it could never wake up)."""
-    if triggers and all(t.type == "cpu" for t in triggers) and min_count == 0:
+    if triggers and all(t.resource_metric for t in triggers) and min_count == 0:
         p.add("spec.minReplicaCount", spec.get("minReplicaCount", MISSING),
               "an integer >= 1 when every trigger is cpu (replicas)", "set minReplicaCount: 1")

@@ -1,4 +1,10 @@
-"""ScaledObject ``spec.triggers[i]``: the ``kafka`` and ``cpu`` triggers lagscale simulates.
+"""ScaledObject ``spec.triggers[i]``: the keys every trigger shares, its type's metadata delegated.
+
+Each ``type:`` is looked up in the trigger registry
+(:data:`pytest_lagscale.control.keda.registry.TRIGGERS`), whose entry parses and validates that
+type's ``metadata`` (the parsing lives beside the trigger's logic). The registry is imported
+when triggers are collected, not when ``config`` is imported: ``control`` imports ``config``,
+never the reverse at import time.
 
 Source: kedacore/keda apis/keda/v1alpha1/scaletriggers_types.go ScaleTriggers v2.20.2,
 pkg/scalers/cpu_memory_scaler.go v2.20.2; specs/keda-hpa-semantics.md §1.1, §2.3
@@ -6,21 +12,19 @@ pkg/scalers/cpu_memory_scaler.go v2.20.2; specs/keda-hpa-semantics.md §1.1, §2
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._problems import MISSING, Problems, join, nearest
-from pytest_lagscale.config.kafka_trigger import KafkaTriggerMetadata, collect_kafka_trigger_metadata
+
+if TYPE_CHECKING:
+    from pytest_lagscale.control.keda.kafka_metadata import KafkaTriggerMetadata
 
 TRIGGER_KEYS = ("type", "name", "metadata", "authenticationRef", "metricType", "useCachedMetrics")
-METRIC_TYPES = {"kafka": ("AverageValue", "Value"), "cpu": ("Utilization",)}
 _OTHER_KEDA_TYPES = ("apache-kafka", "memory", "prometheus", "cron", "kafka-streams", "external")
-_CPU_KEYS = ("value", "containerName")
-_DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -29,14 +33,14 @@ class TriggerConfig:
 
     Attributes:
         index: position in ``spec.triggers`` (the ``s<index>-`` metric-name prefix).
-        type: ``kafka`` or ``cpu``.
+        type: the registry key (``kafka``, ``cpu``).
         name: the trigger's ``name`` (``''`` when unset).
         metric_type: ``AverageValue`` (kafka default) or ``Value``; ``Utilization`` for cpu.
         use_cached_metrics: the HPA reads the value stored by the last polling-loop run.
         metadata: the metadata strings as written.
-        kafka: parsed kafka metadata (kafka triggers only).
-        cpu_utilization_percent: target average CPU utilization in percent of requests (cpu only).
-        container_name: cpu ``containerName`` (None = whole pod).
+        settings: the type's validated metadata (``KafkaTriggerMetadata``,
+            ``CpuTriggerMetadata``), built by the registry entry.
+        resource_metric: a Resource metric (cpu) the HPA reads from the metrics API.
     """
 
     index: int
@@ -45,9 +49,23 @@ class TriggerConfig:
     metric_type: str = "AverageValue"
     use_cached_metrics: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    kafka: KafkaTriggerMetadata | None = None
-    cpu_utilization_percent: int | None = None
-    container_name: str | None = None
+    settings: Any = None
+    resource_metric: bool = False
+
+    @property
+    def kafka(self) -> KafkaTriggerMetadata | None:
+        """A kafka trigger's metadata (its :attr:`settings`), else None."""
+        return self.settings if self.type == "kafka" else None
+
+    @property
+    def cpu_utilization_percent(self) -> int | None:
+        """A cpu trigger's target utilization in percent of requests, else None."""
+        return getattr(self.settings, "target_utilization_percent", None)
+
+    @property
+    def container_name(self) -> str | None:
+        """A cpu trigger's ``containerName`` (None = whole pod, or not a cpu trigger)."""
+        return getattr(self.settings, "container_name", None)
 
 
 def collect_triggers(spec: Mapping[str, Any], path: str, p: Problems) -> tuple[TriggerConfig, ...]:
@@ -70,45 +88,46 @@ def collect_triggers(spec: Mapping[str, Any], path: str, p: Problems) -> tuple[T
 
 
 def _collect_trigger(node: Any, i: int, path: str, p: Problems) -> TriggerConfig | None:
+    from pytest_lagscale.control.keda.registry import TRIGGERS
+
     data = _read.mapping(node, path, p)
     if data is None:
         return None
     before = len(p.lines)
     p.unknown_keys(data, path, TRIGGER_KEYS)
     kind = data.get("type", MISSING)
-    if kind not in METRIC_TYPES:
-        _bad_type(kind, join(path, "type"), p)
+    entry = TRIGGERS.get(kind) if isinstance(kind, str) else None
+    if entry is None:
+        _bad_type(kind, join(path, "type"), tuple(TRIGGERS), p)
         return None
     name = _read.string(data, "name", path, p, default="")
-    metric_type = _read.string(data, "metricType", path, p, default=METRIC_TYPES[kind][0],
-                               choices=METRIC_TYPES[kind])
+    metric_type = _read.string(data, "metricType", path, p, default=entry.metric_types[0],
+                               choices=entry.metric_types)
     cached = _read.boolean(data, "useCachedMetrics", path, p, default=False)
-    if cached and kind == "cpu":
-        p.add(join(path, "useCachedMetrics"), True, "false for a cpu trigger",
-              "remove useCachedMetrics (the HPA reads cpu from the metrics API)")
+    if cached and entry.resource_metric:
+        p.add(join(path, "useCachedMetrics"), True, f"false for a {kind} trigger",
+              f"remove useCachedMetrics (the HPA reads {kind} from the metrics API)")
     auth = _auth_ref(data, path, p)
     metadata = data.get("metadata", MISSING)
-    common = dict(index=i, type=kind, name=name or "", metric_type=metric_type or METRIC_TYPES[kind][0],
-                  use_cached_metrics=cached,
-                  metadata=MappingProxyType(dict(metadata) if isinstance(metadata, Mapping) else {}))
-    if kind == "kafka":
-        meta = collect_kafka_trigger_metadata(metadata, join(path, "metadata"), p, auth)
-        return TriggerConfig(**common, kafka=meta) if len(p.lines) == before else None
-    percent, container = _cpu_metadata(metadata, join(path, "metadata"), p)
+    settings = entry.collect_metadata(metadata, join(path, "metadata"), p, has_authentication_ref=auth)
     if len(p.lines) != before:
         return None
-    return TriggerConfig(**common, cpu_utilization_percent=percent, container_name=container)
+    return TriggerConfig(index=i, type=kind, name=name or "", metric_type=metric_type or entry.metric_types[0],
+                         use_cached_metrics=cached,
+                         metadata=MappingProxyType(dict(metadata) if isinstance(metadata, Mapping) else {}),
+                         settings=settings, resource_metric=entry.resource_metric)
 
 
-def _bad_type(kind: Any, path: str, p: Problems) -> None:
-    allowed = "one of {'kafka', 'cpu'}"
+def _bad_type(kind: Any, path: str, known: tuple[str, ...], p: Problems) -> None:
+    allowed = "one of {" + ", ".join(repr(k) for k in known) + "}"
     if kind is MISSING:
-        p.add(path, kind, allowed, "add type: kafka")
+        p.add(path, kind, allowed, f"add type: {known[0]}")
     elif kind in _OTHER_KEDA_TYPES:
-        p.add(path, kind, allowed + " (the triggers lagscale simulates)", "use a kafka or cpu trigger")
+        p.add(path, kind, allowed + " (the triggers lagscale simulates)",
+              "use a " + " or ".join(known) + " trigger")
     else:
-        guess = nearest(str(kind), METRIC_TYPES) if isinstance(kind, str) else None
-        p.add(path, kind, allowed, f"use {guess!r}" if guess else "use 'kafka'")
+        guess = nearest(str(kind), known) if isinstance(kind, str) else None
+        p.add(path, kind, allowed, f"use {guess!r}" if guess else f"use {known[0]!r}")
 
 
 def _auth_ref(data: Mapping[str, Any], path: str, p: Problems) -> bool:
@@ -123,21 +142,3 @@ def _auth_ref(data: Mapping[str, Any], path: str, p: Problems) -> bool:
     _read.string(ref, "kind", sub, p, default="TriggerAuthentication",
                  choices=("TriggerAuthentication", "ClusterTriggerAuthentication"))
     return True
-
-
-def _cpu_metadata(metadata: Any, path: str, p: Problems) -> tuple[int | None, str | None]:
-    data = _read.mapping(metadata, path, p, "a mapping with 'value'")
-    if data is None:
-        return None, None
-    p.unknown_keys(data, path, _CPU_KEYS, unsupported={"type": "remove it and set the trigger's metricType"})
-    value = data.get("value", MISSING)
-    sub = join(path, "value")
-    allowed = "a string holding an integer > 0 (percent of CPU requests)"
-    if not isinstance(value, str) or not _DIGITS.fullmatch(value.strip()) or int(value) <= 0:
-        fix = f"quote it: '{value}'" if isinstance(value, int) and value > 0 else "set it to e.g. '70'"
-        p.add(sub, value, allowed, fix)
-        return None, None
-    container = data.get("containerName")
-    if container is not None and (not isinstance(container, str) or not container):
-        p.add(join(path, "containerName"), container, "a container name", "write the container's name")
-    return int(value), container

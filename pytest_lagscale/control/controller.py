@@ -1,6 +1,7 @@
 """The pure controller step: KEDA's polling loop and the HPA's sync, built from the committed YAML.
 
-The I/O runner owns time and the world; it calls, on its own schedule::
+:class:`pytest_lagscale.control.policy.KedaHpaPolicy` wraps it as a scaling policy and owns
+the schedule; called directly, the caller runs it on its own schedule::
 
     controller = ScalingController.from_scaled_object(load_scaled_object("k8s/scaledobject.yaml"))
     # every controller.polling_interval_s (first call immediately):
@@ -16,63 +17,29 @@ works on them). Nothing here reads a clock, does I/O or logs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from pytest_lagscale.config.behavior import Behavior
 from pytest_lagscale.config.harness import HarnessSettings
 from pytest_lagscale.config.hpa import CpuHpaConfig
 from pytest_lagscale.config.scaledobject import FallbackConfig, ScaledObjectConfig
 from pytest_lagscale.config.triggers import TriggerConfig
-from pytest_lagscale.control.hpa import (
-    HorizontalPodAutoscaler,
-    HpaDecision,
-    PodCpu,
-    combine_proposals,
-    proposal_for_average_value,
-    proposal_for_value,
-)
+from pytest_lagscale.control.hpa import HorizontalPodAutoscaler, HpaDecision, combine_proposals
 from pytest_lagscale.control.keda import (
     ActivationLoop,
     ActivationSpec,
-    CpuTrigger,
     Fallback,
-    KafkaLagTrigger,
     MetricTarget,
+    Trigger,
     TriggerError,
 )
+from pytest_lagscale.control.keda.cpu import CpuTriggerMetadata
+from pytest_lagscale.control.keda.registry import TRIGGERS
+from pytest_lagscale.control.observation import Observation, Offsets
 
-Offsets = Mapping[int, "tuple[int, int | None]"]
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What the runner measured just before a step.
-
-    Attributes:
-        current_replicas: the Deployment's ``spec.replicas``.
-        offsets: ``partition -> (committed, log_end)`` of group/topic (committed -1 = none;
-            log_end None = missing); None when reading lag failed (a trigger error).
-        status_replicas: pods that exist (``status.replicas``), default ``current_replicas``.
-        ready_replicas: Running and Ready pods, default ``status_replicas``.
-        cpu_pods: per-pod CPU usage and requests for cpu triggers (None = unavailable).
-    """
-
-    current_replicas: int
-    offsets: Offsets | None = None
-    status_replicas: int | None = None
-    ready_replicas: int | None = None
-    cpu_pods: tuple[PodCpu, ...] | None = None
-
-    @property
-    def status(self) -> int:
-        """``status_replicas`` with its default applied."""
-        return self.current_replicas if self.status_replicas is None else self.status_replicas
-
-    @property
-    def ready(self) -> int:
-        """``ready_replicas`` with its default applied."""
-        return self.status if self.ready_replicas is None else self.ready_replicas
+__all__ = ["ControllerSpec", "Observation", "Offsets", "PollDecision", "ScalingController", "SyncDecision",
+           "TriggerEvaluation"]
 
 
 @dataclass(frozen=True)
@@ -125,7 +92,11 @@ class PollDecision:
         replicas_after: replicas KEDA sets (= before when it leaves them to the HPA).
         reason: the activation reason (ScaledFromZero, Active, CoolingDown, ScaledToMin, ...).
         last_active_s: lastActiveTime after the poll.
+        event: the event-log name.
+        sets_desired_replicas: class constant, False: KEDA's poll is not the HPA's desired count.
     """
+
+    sets_desired_replicas: ClassVar[bool] = False
 
     now_s: float
     triggers: tuple[TriggerEvaluation, ...]
@@ -152,7 +123,11 @@ class SyncDecision:
         reason: ``hpa.reason``.
         stabilized: ``hpa.stabilized``.
         limited: ``hpa.limited``.
+        event: the event-log name.
+        sets_desired_replicas: class constant, True: the HPA's desired count.
     """
+
+    sets_desired_replicas: ClassVar[bool] = True
 
     now_s: float
     triggers: tuple[TriggerEvaluation, ...]
@@ -192,20 +167,13 @@ class ControllerSpec:
 
 
 class _Slot:
-    """One trigger with its fallback state and last poll evaluation."""
+    """One trigger (built by its registry entry) with its fallback state and last poll evaluation."""
 
     def __init__(self, config: TriggerConfig, fallback: FallbackConfig | None):
         self.config = config
-        if config.type == "kafka":
-            assert config.kafka is not None
-            self.trigger: KafkaLagTrigger | CpuTrigger = KafkaLagTrigger.from_metadata(
-                config.kafka, trigger_index=config.index, metric_type=config.metric_type)
-            self.fallback = (Fallback(fallback.failure_threshold, fallback.replicas, fallback.behavior)
-                             if fallback else None)
-        else:
-            assert config.cpu_utilization_percent is not None
-            self.trigger = CpuTrigger(config.cpu_utilization_percent, container_name=config.container_name)
-            self.fallback = None
+        self.trigger: Trigger = TRIGGERS[config.type].from_config(config)
+        self.fallback = (Fallback(fallback.failure_threshold, fallback.replicas, fallback.behavior)
+                         if fallback and not self.trigger.resource_metric else None)
         self.last_poll: TriggerEvaluation | None = None
 
 
@@ -242,7 +210,8 @@ class ScalingController:
     def from_cpu_hpa(cls, config: CpuHpaConfig) -> ScalingController:
         """Build a plain CPU-utilization HPA (experiment 1); :meth:`poll` does nothing for it."""
         trigger = TriggerConfig(index=0, type="cpu", metric_type="Utilization",
-                                cpu_utilization_percent=config.target_utilization_percent)
+                                settings=CpuTriggerMetadata(config.target_utilization_percent),
+                                resource_metric=True)
         return cls(ControllerSpec((trigger,), config.min_replicas, config.max_replicas, config.behavior,
                                   config.harness))
 
@@ -256,6 +225,11 @@ class ScalingController:
         """Seconds between :meth:`sync` calls (``lagscale.dev/hpa-sync-period-seconds``)."""
         return self.spec.harness.hpa_sync_period_s
 
+    @property
+    def triggers(self) -> tuple[Trigger, ...]:
+        """The triggers, in ``spec.triggers`` order."""
+        return tuple(slot.trigger for slot in self._slots)
+
     def poll(self, now_s: float, observation: Observation) -> PollDecision:
         """KEDA's polling-loop step: evaluate every trigger, then the activation rule (§2.2).
 
@@ -264,12 +238,12 @@ class ScalingController:
             observation: replicas and offsets read just before.
         """
         cur = observation.current_replicas
-        evaluations = tuple(self._evaluate(slot, observation, for_poll=True) for slot in self._slots)
+        evaluations = tuple(self._evaluate(slot, observation, now_s, for_poll=True) for slot in self._slots)
         for slot, evaluation in zip(self._slots, evaluations):
             slot.last_poll = evaluation
         is_error = any(e.error is not None for e in evaluations)
-        only_cpu = all(s.config.type == "cpu" for s in self._slots)
-        is_active = any(e.active for e in evaluations) or (only_cpu and not is_error)
+        only_resource = all(s.trigger.resource_metric for s in self._slots)
+        is_active = any(e.active for e in evaluations) or (only_resource and not is_error)
         if self.activation is None:
             return PollDecision(now_s, evaluations, is_active, is_error, cur, cur, "NoPollingLoop", None)
         step = self.activation.step(now_s, is_active, is_error, cur)
@@ -287,51 +261,34 @@ class ScalingController:
         evaluations: tuple[TriggerEvaluation, ...] = ()
         proposal = None
         if self.hpa.needs_metrics(cur):
-            evaluations = tuple(self._sync_metric(slot, observation) for slot in self._slots)
+            evaluations = tuple(self._sync_metric(slot, observation, now_s) for slot in self._slots)
             proposal = combine_proposals([e.proposal for e in evaluations], cur)
         decision = self.hpa.decide_with_reason(now_s, cur, proposal)
         return SyncDecision(now_s, evaluations, proposal, decision, cur, decision.replicas, decision.reason,
                             decision.stabilized, decision.limited)
 
-    def _sync_metric(self, slot: _Slot, obs: Observation) -> TriggerEvaluation:
+    def _sync_metric(self, slot: _Slot, obs: Observation, now_s: float) -> TriggerEvaluation:
         """The metric as the HPA reads it (live, or the last poll's with useCachedMetrics) and its proposal."""
         if slot.config.use_cached_metrics and slot.last_poll is not None:
             evaluation = replace(slot.last_poll, cached=True)
         else:
-            evaluation = self._evaluate(slot, obs, for_poll=False)
-        return replace(evaluation, proposal=self._proposal(slot, evaluation, obs))
+            evaluation = self._evaluate(slot, obs, now_s, for_poll=False)
+        proposal = slot.trigger.proposal(evaluation.metric_value, obs, self.spec.harness.hpa_tolerance)
+        return replace(evaluation, proposal=proposal)
 
-    def _proposal(self, slot: _Slot, evaluation: TriggerEvaluation, obs: Observation) -> int | None:
-        tolerance = self.spec.harness.hpa_tolerance
-        if isinstance(slot.trigger, CpuTrigger):
-            try:
-                return slot.trigger.proposal(obs.cpu_pods or (), obs.current_replicas, tolerance)
-            except TriggerError:
-                return None
-        value, target = evaluation.metric_value, evaluation.target
-        if value is None:
-            return None
-        if target.type == "Value":
-            return proposal_for_value(value, target.value, obs.current_replicas, obs.ready, tolerance=tolerance)
-        return proposal_for_average_value(value, target.value, obs.status, tolerance)
-
-    def _evaluate(self, slot: _Slot, obs: Observation, *, for_poll: bool) -> TriggerEvaluation:
+    def _evaluate(self, slot: _Slot, obs: Observation, now_s: float, *, for_poll: bool) -> TriggerEvaluation:
+        """One trigger read; a Resource metric reports no value to KEDA's polling loop (§2.3)."""
         trigger = slot.trigger
         base = dict(index=slot.config.index, type=slot.config.type, metric_name=trigger.metric_name,
                     target=trigger.metric_target)
-        if isinstance(trigger, CpuTrigger):
-            utilization = trigger.utilization_percent(obs.cpu_pods or ())
-            value = None if for_poll or utilization is None else float(utilization)
-            return TriggerEvaluation(**base, metric_value=value, active=False)
         try:
-            if obs.offsets is None:
-                raise TriggerError("consumer lag could not be read")
-            result = trigger.evaluate(obs.offsets)
+            result = trigger.evaluate(obs, now_s)
         except TriggerError as exc:
             return self._failed(slot, base, str(exc), obs)
         if slot.fallback is not None:
             slot.fallback.on_success()
-        return TriggerEvaluation(**base, metric_value=result.metric_value, active=result.active,
+        value = None if for_poll and trigger.resource_metric else result.metric_value
+        return TriggerEvaluation(**base, metric_value=value, active=result.active,
                                  total_lag=result.total_lag, total_lag_with_persistent=result.total_lag_with_persistent,
                                  partition_lag=dict(result.partition_lag_with_persistent))
 

@@ -3,7 +3,8 @@
 * :class:`KafkaLagTrigger` (:mod:`.kafka_lag`): lag per partition, caps, metric and activity;
 * :class:`CpuTrigger` (:mod:`.cpu`): the Resource cpu metric the HPA decides on;
 * :class:`Fallback` (:mod:`.fallback`): failure counting and the stand-in metric;
-* :class:`ActivationLoop` (:mod:`.activation`): 0 <-> N, cooldownPeriod, idleReplicaCount.
+* :class:`ActivationLoop` (:mod:`.activation`): 0 <-> N, cooldownPeriod, idleReplicaCount;
+* :data:`TRIGGERS` (:mod:`.registry`): ``type:`` -> trigger class (parses its metadata, builds itself).
 
 Example:
     >>> from pytest_lagscale.control import keda
@@ -11,14 +12,21 @@ Example:
     ...                                 "topic": "events", "lagThreshold": "10"})
     >>> trigger.metric_name
     's0-kafka-events'
-    >>> result = trigger.evaluate({0: (100, 112), 1: (200, 205)})
+    >>> result = trigger.evaluate_offsets({0: (100, 112), 1: (200, 205)})
     >>> result.metric_value, result.active, dict(result.partition_lag)
     (17.0, True, {0: 12, 1: 5})
 """
 
 from pytest_lagscale.control.keda.activation import ActivationDecision, ActivationLoop, ActivationSpec
-from pytest_lagscale.control.keda.base import MetricTarget, Trigger, TriggerError, TriggerResult
-from pytest_lagscale.control.keda.cpu import CpuTrigger
+from pytest_lagscale.control.keda.base import (
+    MetricTarget,
+    Trigger,
+    TriggerError,
+    TriggerResult,
+    TriggerType,
+    external_metric_proposal,
+)
+from pytest_lagscale.control.keda.cpu import CpuTrigger, CpuTriggerMetadata
 from pytest_lagscale.control.keda.fallback import Fallback, FallbackOutcome
 from pytest_lagscale.control.keda.kafka_lag import (
     KafkaLagTrigger,
@@ -27,9 +35,12 @@ from pytest_lagscale.control.keda.kafka_lag import (
     metric_name,
     next_balancing_factor,
 )
+from pytest_lagscale.control.keda.kafka_metadata import KafkaTriggerMetadata, parse_kafka_trigger_metadata
+from pytest_lagscale.control.keda.registry import TRIGGERS
 
 __all__ = [
-    "ActivationDecision", "ActivationLoop", "ActivationSpec", "CpuTrigger", "Fallback", "FallbackOutcome",
-    "KafkaLagTrigger", "MetricTarget", "PartitionLag", "Trigger", "TriggerError", "TriggerResult",
-    "find_factors", "metric_name", "next_balancing_factor",
+    "TRIGGERS", "ActivationDecision", "ActivationLoop", "ActivationSpec", "CpuTrigger", "CpuTriggerMetadata",
+    "Fallback", "FallbackOutcome", "KafkaLagTrigger", "KafkaTriggerMetadata", "MetricTarget", "PartitionLag",
+    "Trigger", "TriggerError", "TriggerResult", "TriggerType", "external_metric_proposal", "find_factors",
+    "metric_name", "next_balancing_factor", "parse_kafka_trigger_metadata",
 ]

@@ -1,19 +1,30 @@
 """KEDA's ``kafka`` trigger (Sarama scaler): lag per partition, totals, caps, metric, activity.
 
 Pure: the caller fetches offsets and passes them in; the only state is the
-excludePersistentLag map of previous committed offsets, updated on every evaluation.
+excludePersistentLag map of previous committed offsets, updated on every evaluation. The
+metadata parsing lives beside it in :mod:`.kafka_metadata`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_lagscale.config.kafka_trigger import KafkaTriggerMetadata, parse_kafka_trigger_metadata
-from pytest_lagscale.control.keda.base import MetricTarget, TriggerError, TriggerResult
+from pytest_lagscale.control.keda.base import MetricTarget, TriggerError, TriggerResult, external_metric_proposal
+from pytest_lagscale.control.keda.kafka_metadata import (
+    KafkaTriggerMetadata,
+    collect_kafka_trigger_metadata,
+    parse_kafka_trigger_metadata,
+)
 from pytest_lagscale.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pytest_lagscale.config._problems import Problems
+    from pytest_lagscale.config.triggers import TriggerConfig
+    from pytest_lagscale.control.observation import Observation
 
 INVALID_OFFSET = -1
 _NORMALIZED = str.maketrans({c: "-" for c in "/.:%()"})
@@ -91,6 +102,27 @@ class KafkaLagTrigger:
     specs/keda-hpa-semantics.md §1
     """
 
+    metric_types: ClassVar[tuple[str, ...]] = ("AverageValue", "Value")
+    resource_metric: ClassVar[bool] = False
+    needs_lag: ClassVar[bool] = True
+    needs_cpu: ClassVar[bool] = False
+
+    @classmethod
+    def collect_metadata(cls, metadata: Any, path: str, p: Problems, *,
+                         has_authentication_ref: bool = False) -> KafkaTriggerMetadata | None:
+        """Validate ``metadata`` with KEDA's rules into ``p`` (see :mod:`.kafka_metadata`)."""
+        return collect_kafka_trigger_metadata(metadata, path, p, has_authentication_ref)
+
+    @classmethod
+    def from_config(cls, config: TriggerConfig) -> KafkaLagTrigger:
+        """Build from a validated ``spec.triggers[i]`` (its settings are the parsed metadata)."""
+        return cls.from_metadata(config.settings, trigger_index=config.index, metric_type=config.metric_type)
+
+    @classmethod
+    def with_lag_threshold(cls, settings: KafkaTriggerMetadata, lag_threshold: int) -> KafkaTriggerMetadata:
+        """``settings`` with ``lagThreshold`` set to ``lag_threshold`` records."""
+        return replace(settings, lag_threshold=lag_threshold)
+
     def __init__(self, metadata: Mapping[str, str], *, trigger_index: int = 0, metric_type: str = "AverageValue"):
         self._init(parse_kafka_trigger_metadata(metadata), trigger_index, metric_type)
 
@@ -111,6 +143,11 @@ class KafkaLagTrigger:
         self.metric_name = metric_name(trigger_index, meta.topic, meta.consumer_group)
         self.metric_target = MetricTarget(metric_type, float(meta.lag_threshold))
         self._previous: dict[int, int] = {}
+
+    @property
+    def lag_threshold_records(self) -> int:
+        """``lagThreshold``: the per-replica lag target in records (offsets)."""
+        return self.meta.lag_threshold
 
     @property
     def previous_offsets(self) -> Mapping[int, int]:
@@ -148,7 +185,25 @@ class KafkaLagTrigger:
             self._previous[partition] = committed
         return PartitionLag(log_end - committed, log_end - committed)
 
-    def evaluate(self, offsets: Offsets) -> TriggerResult:
+    def evaluate(self, observation: Observation, now_s: float) -> TriggerResult:
+        """The trigger's step: :meth:`evaluate_offsets` on the observed offsets.
+
+        Args:
+            observation: ``offsets`` is None when reading lag failed.
+            now_s: time of the step in seconds (unused: the scaler keeps no time).
+
+        Raises:
+            TriggerError: lag could not be read, or see :meth:`evaluate_offsets`.
+        """
+        if observation.offsets is None:
+            raise TriggerError("consumer lag could not be read")
+        return self.evaluate_offsets(observation.offsets)
+
+    def proposal(self, metric_value: float | None, observation: Observation, tolerance: float) -> int | None:
+        """The HPA's proposal for this External metric (None when the value is missing)."""
+        return external_metric_proposal(self.metric_target, metric_value, observation, tolerance)
+
+    def evaluate_offsets(self, offsets: Offsets) -> TriggerResult:
         """Metric value and activity from the group's offsets (§1.2-§1.5).
 
         Args:

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import pytest
 
-from pytest_lagscale.config.kafka_trigger import parse_partition_limitation
+from pytest_lagscale.control.keda.kafka_metadata import parse_partition_limitation
 from pytest_lagscale.control import keda
 from pytest_lagscale.control.keda import KafkaLagTrigger, MetricTarget, TriggerError
 from pytest_lagscale.errors import ConfigError
@@ -49,9 +49,9 @@ def test_4_6_partition_lag(case: LagCase) -> None:
 
 def test_1_3_exclude_persistent_lag_state_across_calls() -> None:
     t = trigger(excludePersistentLag="true", lagThreshold="100")
-    first = t.evaluate({0: (100, 150), 1: (10, 20)})
-    second = t.evaluate({0: (100, 170), 1: (15, 20)})
-    third = t.evaluate({0: (120, 170), 1: (15, 20)})
+    first = t.evaluate_offsets({0: (100, 150), 1: (10, 20)})
+    second = t.evaluate_offsets({0: (100, 170), 1: (15, 20)})
+    third = t.evaluate_offsets({0: (120, 170), 1: (15, 20)})
     assert (first.total_lag, first.total_lag_with_persistent) == (60, 60)
     assert (second.total_lag, second.total_lag_with_persistent, second.partitions_with_lag) == (5, 75, 1)
     assert (third.total_lag, third.total_lag_with_persistent) == (50, 55)
@@ -124,7 +124,7 @@ def test_4_6_partition_limitation_errors(text: str) -> None:
 
 def test_4_6_limitation_filters_partitions() -> None:
     t = trigger(partitionLimitation="1,2,3", lagThreshold="100")
-    result = t.evaluate({p: (0, 10 * p) for p in range(1, 7)})
+    result = t.evaluate_offsets({p: (0, 10 * p) for p in range(1, 7)})
     assert (sorted(result.partition_lag), result.partition_count, result.total_lag) == ([1, 2, 3], 3, 60)
 
 
@@ -141,7 +141,7 @@ def test_1_1_limitation_ignored_without_topic() -> None:
 ])
 def test_1_2_scaler_errors(offsets: dict, message: str) -> None:
     with pytest.raises(TriggerError) as info:
-        trigger(partitionLimitation="1,2").evaluate(offsets)
+        trigger(partitionLimitation="1,2").evaluate_offsets(offsets)
     assert str(info.value) == message
 
 
@@ -173,13 +173,13 @@ CAPS = [
 def test_1_4_totals_and_caps(case: CapCase) -> None:
     t = trigger(lagThreshold="10", **case.metadata)
     offsets = {p: (1000, 1000 + lag) for p, lag in enumerate(case.lags)}
-    result = t.evaluate(offsets)
+    result = t.evaluate_offsets(offsets)
     assert (result.total_lag, result.metric_value) == (case.total_lag, case.metric_value)
     assert result.total_lag_with_persistent == sum(case.lags)
 
 
 def test_1_4_cap_counts_only_partitions_in_latest_response() -> None:
-    result = trigger(lagThreshold="10").evaluate({0: (0, 100), 1: (0, None), 2: (0, None)})
+    result = trigger(lagThreshold="10").evaluate_offsets({0: (0, 100), 1: (0, None), 2: (0, None)})
     assert (result.partition_count, result.total_lag, result.missing_partitions) == (1, 10, (1, 2))
 
 
@@ -189,19 +189,19 @@ def test_1_4_cap_counts_only_partitions_in_latest_response() -> None:
     pytest.param((0,), "0", False, id="1.5-activation-default-0-needs-lag"),
 ])
 def test_1_5_activity(lags: tuple[int, ...], activation: str, active: bool) -> None:
-    result = trigger(activationLagThreshold=activation).evaluate({p: (0, lag) for p, lag in enumerate(lags)})
+    result = trigger(activationLagThreshold=activation).evaluate_offsets({p: (0, lag) for p, lag in enumerate(lags)})
     assert result.active is active
 
 
 def test_1_5_persistent_lag_still_activates() -> None:
     t = trigger(excludePersistentLag="true")
-    t.evaluate({0: (5, 10)})
-    result = t.evaluate({0: (5, 10)})
+    t.evaluate_offsets({0: (5, 10)})
+    result = t.evaluate_offsets({0: (5, 10)})
     assert (result.metric_value, result.active) == (0.0, True)
 
 
 def test_trigger_result_is_json_friendly() -> None:
-    assert asdict(trigger().evaluate({0: (0, 3)}))["partition_lag"] == {0: 3}
+    assert asdict(trigger().evaluate_offsets({0: (0, 3)}))["partition_lag"] == {0: 3}
 
 
 @pytest.mark.parametrize(("metadata", "message"), [

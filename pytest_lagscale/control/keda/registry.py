@@ -1,0 +1,26 @@
+"""The trigger registry: ``spec.triggers[i].type`` -> the :class:`~.base.TriggerType` handling it.
+
+A new trigger is one module beside :mod:`.kafka_lag` (metadata parsing, evaluation, proposal)
+and one line here. The config loader looks types up here (with a lazy import, so importing
+``config`` never imports ``control``); the controller builds triggers from here and has no
+type switches.
+
+Example:
+    >>> from pytest_lagscale.control.keda.registry import TRIGGERS
+    >>> sorted(TRIGGERS)
+    ['cpu', 'kafka']
+    >>> TRIGGERS["kafka"].metric_types
+    ('AverageValue', 'Value')
+"""
+
+from __future__ import annotations
+
+from pytest_lagscale.control.keda.base import TriggerType
+from pytest_lagscale.control.keda.cpu import CpuTrigger
+from pytest_lagscale.control.keda.kafka_lag import KafkaLagTrigger
+
+#: Trigger types lagscale simulates, in the order error messages list them.
+TRIGGERS: dict[str, TriggerType] = {
+    "kafka": KafkaLagTrigger,
+    "cpu": CpuTrigger,
+}

@@ -1,0 +1,46 @@
+"""What the runner measured just before a controller step: the input of every trigger and policy.
+
+Pure data: the runner (``platform.autoscaler``) fills it from the lag source, the platform's
+replica counts and, for CPU triggers, per-pod CPU samples; ``control`` only reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_lagscale.control.hpa.replica_calculator import PodCpu
+
+#: ``{partition: (committed, log_end)}``; committed -1 = none committed, log_end None = missing
+#: from the latest-offset response.
+Offsets = Mapping[int, "tuple[int, int | None]"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the runner measured just before a step.
+
+    Attributes:
+        current_replicas: the Deployment's ``spec.replicas``.
+        offsets: ``partition -> (committed, log_end)`` of group/topic (committed -1 = none;
+            log_end None = missing); None when reading lag failed (a trigger error).
+        status_replicas: pods that exist (``status.replicas``), default ``current_replicas``.
+        ready_replicas: Running and Ready pods, default ``status_replicas``.
+        cpu_pods: per-pod CPU usage and requests for cpu triggers (None = unavailable).
+    """
+
+    current_replicas: int
+    offsets: Offsets | None = None
+    status_replicas: int | None = None
+    ready_replicas: int | None = None
+    cpu_pods: tuple[PodCpu, ...] | None = None
+
+    @property
+    def status(self) -> int:
+        """``status_replicas`` with its default applied."""
+        return self.current_replicas if self.status_replicas is None else self.status_replicas
+
+    @property
+    def ready(self) -> int:
+        """``ready_replicas`` with its default applied."""
+        return self.status if self.ready_replicas is None else self.ready_replicas
