@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pytest_lagscale.clock import FakeClock
-from pytest_lagscale.load.events import EVENT_DTYPE, encode_events
+from pytest_lagscale.contract.clock import FakeClock
+from pytest_lagscale.contract.wire import EVENT_DTYPE, encode_events
 
 
 class FakeMessage:

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from spark_consumer.dimension import DIMENSION_SCHEMA, load_dimension
 from spark_consumer.engine import ENRICHED_SCHEMA, Engine, make_engine
 from spark_consumer.options import DEFAULT_DIMENSION

@@ -8,7 +8,7 @@ import json
 import pytest
 from confluent_kafka import Consumer
 
-from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.contract.clock import FakeClock
 from spark_consumer.eventlog import EventLog
 from spark_consumer.group import (
     GroupConsumer,

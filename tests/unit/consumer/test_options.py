@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from spark_consumer.group import consumer_config
 from spark_consumer.options import FLAGS, parse_options
 

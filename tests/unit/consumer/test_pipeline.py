@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.contract.clock import FakeClock
 from spark_consumer import capacity_records_per_s
 from spark_consumer.dimension import load_dimension
 from spark_consumer.engine import make_engine

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_lagscale.load.events import EVENT_SIZE_BYTES
+from pytest_lagscale.contract.wire import EVENT_SIZE_BYTES
 from spark_consumer.records import RECORD_SCHEMA, decode, decode_messages, next_offsets
 
 from .fakes import FakeMessage, event_values, messages

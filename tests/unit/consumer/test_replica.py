@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.contract.clock import FakeClock
 from spark_consumer.dimension import load_dimension
 from spark_consumer.engine import make_engine
 from spark_consumer.eventlog import EventLog, read_events
