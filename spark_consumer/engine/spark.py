@@ -77,9 +77,10 @@ Footprint choices (measured in ``benchmarks/test_consumer_footprint.py``):
     paths of the jars left out.
 * A class-data-sharing archive, when prepared (:mod:`spark_consumer.engine.cds`), cuts the
   engine start by ~4 s.
-* The JVM ignores SIGTERM/SIGINT (started through a ``trap '' TERM INT`` wrapper), so a SIGTERM
-  sent to the replica's process group reaches only Python, which drains and then stops Spark.
-  The JVM still dies with its parent: the gateway exits when its stdin closes.
+* The JVM ignores SIGTERM/SIGINT (started by :func:`pytest_lagscale.contract.jvm.launch_gateway`
+  through a ``trap '' TERM INT`` wrapper), so a SIGTERM sent to the replica's process group
+  reaches only Python, which drains and then stops Spark. The JVM still dies with its parent:
+  the gateway exits when its stdin closes.
 """
 
 from __future__ import annotations
