@@ -20,6 +20,8 @@ Example:
     'spike-ci.yaml'
     >>> manifest_paths("ci")["scaled_object"].name
     'scaledobject-ci.yaml'
+    >>> resolve_manifest("scaledobject-ci", "--policy").name
+    'scaledobject-ci.yaml'
 """
 
 from __future__ import annotations
@@ -95,26 +97,53 @@ def resolve_profile(value: str, scale: str | None = None) -> Path:
 
 
 def manifest_names() -> tuple[str, ...]:
-    """The bundled manifests' file names, sorted (``consumer-deployment-ci.yaml``, ...)."""
-    return tuple(sorted(p.name for p in data_path("k8s").glob("*.yaml") if p.is_file()))
+    """The bundled manifests' names (file names without ``.yaml``), sorted.
+
+    Example: ``('consumer-deployment', 'consumer-deployment-ci', 'hpa-cpu', ...)``.
+    """
+    return tuple(sorted(p.stem for p in data_path("k8s").glob("*.yaml") if p.is_file()))
 
 
 def manifest_path(name: str) -> Path:
     """The path of one bundled manifest.
 
     Args:
-        name: its file name, with or without ``.yaml`` (``scaledobject-ci`` or
+        name: its name, with or without ``.yaml`` (``scaledobject-ci`` or
             ``scaledobject-ci.yaml``).
 
     Raises:
         ConfigError: no bundled manifest has that name; the message lists the bundled names.
     """
-    file_name = name if name.endswith(".yaml") else f"{name}.yaml"
-    names = manifest_names()
-    if file_name not in names:
+    stem, names = _stem(name), manifest_names()
+    if stem not in names:
         raise ConfigError(f"manifest {name!r}: not bundled, expected one of {', '.join(names)}; "
                           "pass one of the bundled names or a path to your own manifest")
-    return data_path("k8s", file_name)
+    return data_path("k8s", f"{stem}.yaml")
+
+
+def resolve_manifest(value: str, option: str) -> Path:
+    """Turn a manifest option's value (``--policy``, ``--deployment``, ...) into a file.
+
+    A path to an existing file wins (returned as given); else the value is a bundled manifest's
+    name, with or without ``.yaml`` (``scaledobject-ci``).
+
+    Args:
+        value: a path to a manifest YAML, or a bundled name (see :func:`manifest_names`).
+        option: where the value came from, named in the error (``--policy``,
+            ``phases[1].policy``).
+
+    Raises:
+        ConfigError: neither an existing file nor a bundled name; the message names ``option``,
+            the value and the bundled names.
+    """
+    if Path(value).is_file():
+        return Path(value)
+    stem, names = _stem(value), manifest_names()
+    if stem in names:
+        return data_path("k8s", f"{stem}.yaml")
+    raise ConfigError(f"{option!r}: got {value!r}, expected an existing manifest YAML file or a "
+                      f"bundled manifest name ({', '.join(names)}); pass a path to a manifest "
+                      "file or one of the bundled names")
 
 
 def manifest_paths(scale: str, k8s_dir: str | Path | None = None) -> dict[str, Path]:
@@ -137,6 +166,10 @@ def manifest_paths(scale: str, k8s_dir: str | Path | None = None) -> dict[str, P
     return {"deployment": base / f"consumer-deployment{suffix}.yaml",
             "scaled_object": base / f"scaledobject{suffix}.yaml",
             "cpu_hpa": base / f"hpa-cpu{suffix}.yaml"}
+
+
+def _stem(name: str) -> str:
+    return name[:-len(".yaml")] if name.endswith(".yaml") else name
 
 
 def _scale_error(scale: object) -> ConfigError:

@@ -9,12 +9,14 @@ import pytest
 import pytest_lagscale
 from pytest_lagscale.config import bundled, manifests
 from pytest_lagscale.config.bundled import (data_path, manifest_names, manifest_path, manifest_paths,
-                                            profile_names, resolve_profile)
+                                            profile_names, resolve_manifest, resolve_profile)
 from pytest_lagscale.errors import ConfigError
 
 PACKAGE_DATA = Path(pytest_lagscale.__file__).resolve().parent / "data"
 REPO = Path(__file__).resolve().parents[3]
 NAMES = "bursty, bursty-ci, spike, spike-ci, spike-demo"
+MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, scaledobject, "
+             "scaledobject-ci")
 
 
 def test_data_path_is_a_real_directory_inside_the_package() -> None:
@@ -101,8 +103,35 @@ def test_manifest_path_unknown() -> None:
     with pytest.raises(ConfigError) as info:
         manifest_path("scaledobjects")
     assert str(info.value) == (f"manifest 'scaledobjects': not bundled, expected one of "
-                               f"{', '.join(manifest_names())}; pass one of the bundled names or a "
-                               "path to your own manifest")
+                               f"{MANIFESTS}; pass one of the bundled names or a path to your own "
+                               "manifest")
+
+
+def test_manifest_names() -> None:
+    assert ", ".join(manifest_names()) == MANIFESTS
+
+
+@pytest.mark.parametrize("value", [pytest.param("scaledobject-ci", id="name"),
+                                   pytest.param("scaledobject-ci.yaml", id="file-name")])
+def test_resolve_manifest_bundled(value: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resolve_manifest(value, "--policy") == PACKAGE_DATA / "k8s" / "scaledobject-ci.yaml"
+
+
+def test_resolve_manifest_existing_path_wins(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("scaledobject-ci.yaml").write_text("kind: ScaledObject\n")
+    assert resolve_manifest("scaledobject-ci.yaml", "--policy") == Path("scaledobject-ci.yaml")
+
+
+def test_resolve_manifest_unknown(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        resolve_manifest("k8s/nope.yaml", "phases[1].policy")
+    assert str(info.value) == (
+        f"'phases[1].policy': got 'k8s/nope.yaml', expected an existing manifest YAML file or a "
+        f"bundled manifest name ({MANIFESTS}); pass a path to a manifest file or one of the "
+        "bundled names")
 
 
 @pytest.mark.parametrize("link", [
