@@ -1,10 +1,11 @@
 """Topic, offset, lag and group-assignment helpers over confluent-kafka's AdminClient.
 
 :class:`KafkaAdmin` holds one AdminClient; the module-level functions are one-shot shortcuts.
-:class:`KafkaLagSource` is the lag source of the autoscaler: each :meth:`~KafkaLagSource.read`
-returns ``{partition: (committed_offset, log_end_offset)}``, exactly the input that
-``control.keda.KafkaLagTrigger.evaluate`` takes, read the way KEDA's kafka scaler reads it
-(committed offsets of the group, then the latest offset of each partition).
+:meth:`KafkaAdmin.group_offsets` returns ``{partition: (committed_offset, log_end_offset)}``,
+read the way KEDA's kafka scaler reads it (committed offsets of the group, then the latest
+offset of each partition); the autoscaler reads it through
+:class:`pytest_lagscale.sources.broker.BrokerLagSource` (``KafkaLagSource`` here is its old
+name, kept as an alias for now).
 
 Source: specs/platform-notes.md §A "Topics from Python", §C "Lag and assignment via AdminClient";
 specs/keda-hpa-semantics.md §1.2-§1.3.
@@ -263,25 +264,14 @@ class KafkaAdmin:
                           f"leaders within {self.timeout_s:.0f} s")
 
 
-class KafkaLagSource:
-    """The autoscaler's lag input: group offsets of one topic, read per poll.
+def __getattr__(name: str) -> object:
+    """``KafkaLagSource``: the old name of :class:`pytest_lagscale.sources.broker.BrokerLagSource`
+    (resolved on access, so importing this module does not import ``sources``)."""
+    if name == "KafkaLagSource":
+        from ..sources.broker import BrokerLagSource
 
-    Args:
-        admin: the admin connection.
-        group: consumer group (``enrich``).
-        topic: topic (``events``).
-
-    Example:
-        >>> source = KafkaLagSource(KafkaAdmin("127.0.0.1:9092"), "enrich", "events")  # doctest: +SKIP
-        >>> trigger.evaluate(source.read())  # doctest: +SKIP
-    """
-
-    def __init__(self, admin: KafkaAdmin, group: str, topic: str):
-        self.admin, self.group, self.topic = admin, group, topic
-
-    def read(self) -> GroupOffsets:
-        """One snapshot ``{partition: (committed, log_end)}``; BrokerError on failure."""
-        return self.admin.group_offsets(self.group, self.topic)
+        return BrokerLagSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- one-shot shortcuts ----------------------------------------------------------------------
