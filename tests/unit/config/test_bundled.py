@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest_lagscale
 from pytest_lagscale.config import bundled, manifests
 from pytest_lagscale.config.bundled import (data_path, manifest_names, manifest_path, manifest_paths,
                                             profile_names, resolve_manifest, resolve_profile)
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.errors import ConfigError, LagscaleError
 
 PACKAGE_DATA = Path(pytest_lagscale.__file__).resolve().parent / "data"
 REPO = Path(__file__).resolve().parents[3]
@@ -149,3 +150,15 @@ def test_repository_paths_are_relative_symlinks_into_the_packages(link: str) -> 
     assert path.resolve().is_file()
     assert path.resolve().is_relative_to(REPO / "pytest_lagscale" / "data") or \
         path.resolve().is_relative_to(REPO / "spark_consumer" / "data")
+
+
+def test_data_path_refuses_a_zipped_package(tmp_path: Path, monkeypatch) -> None:
+    archive = tmp_path / "pkg.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("pytest_lagscale/data/kafka/pom.xml", "<project/>")
+    monkeypatch.setattr(bundled, "files", lambda package: zipfile.Path(archive, f"{package}/"))
+    with pytest.raises(LagscaleError) as info:
+        data_path("kafka", "pom.xml")
+    assert str(info.value) == ("'pytest_lagscale': package data 'kafka/pom.xml' is not a file on "
+                               "disk (Path); install pytest-lagscale unzipped (pip install "
+                               "pytest-lagscale)")
