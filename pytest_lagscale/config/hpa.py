@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._objects import ObjectMeta, collect_envelope
@@ -37,6 +37,7 @@ class CpuHpaConfig:
         max_replicas: ``spec.maxReplicas`` (>= minReplicas).
         target_utilization_percent: ``averageUtilization`` in percent of CPU requests (> 0).
         behavior: behavior with API defaults, None = legacy path.
+        kind: class constant ``HorizontalPodAutoscaler`` (the policy registry key).
     """
 
     source: str
@@ -47,6 +48,7 @@ class CpuHpaConfig:
     max_replicas: int
     target_utilization_percent: int
     behavior: Behavior | None = None
+    kind: ClassVar[str] = "HorizontalPodAutoscaler"
 
     @property
     def name(self) -> str:

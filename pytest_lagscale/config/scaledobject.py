@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._objects import ObjectMeta, collect_envelope
@@ -82,6 +82,7 @@ class ScaledObjectConfig:
         behavior: HPA behavior (API defaults filled), None = legacy HPA path.
         hpa_name: the generated HPA's name.
         restore_to_original_replica_count: ``advanced.restoreToOriginalReplicaCount``.
+        kind: class constant ``ScaledObject`` (the policy registry key).
     """
 
     source: str
@@ -100,6 +101,7 @@ class ScaledObjectConfig:
     hpa_name: str = ""
     restore_to_original_replica_count: bool = False
     annotations: Mapping[str, str] = field(default_factory=dict)
+    kind: ClassVar[str] = "ScaledObject"
 
     @property
     def name(self) -> str:

@@ -4,7 +4,10 @@
 and ``now_s`` and returns decisions with CamelCase reason tokens.
 
 * :mod:`pytest_lagscale.control.keda`: ``KafkaLagTrigger``, ``CpuTrigger``, ``Fallback``,
-  ``ActivationLoop``;
+  ``ActivationLoop`` and the trigger registry ``TRIGGERS``;
 * :mod:`pytest_lagscale.control.hpa`: proposals and ``HorizontalPodAutoscaler``;
-* :mod:`pytest_lagscale.control.controller`: ``ScalingController`` (``poll`` / ``sync``).
+* :mod:`pytest_lagscale.control.controller`: ``ScalingController`` (``poll`` / ``sync``);
+* :mod:`pytest_lagscale.control.observation`: ``Observation``, the input of every step;
+* :mod:`pytest_lagscale.control.policy`: the ``ScalingPolicy`` seam (``KedaHpaPolicy``) and the
+  policy registry ``POLICIES``.
 """

@@ -1,22 +1,24 @@
 """The local stand-in for the KEDA operator and the HPA controller: a thin I/O loop.
 
-:class:`LocalAutoscaler` owns time and the world; the decisions are
-:class:`pytest_lagscale.control.controller.ScalingController`'s. Each :meth:`~LocalAutoscaler.step`
-runs, in order, the steps that are due:
+:class:`LocalAutoscaler` owns time and the world; the decisions are a
+:class:`~pytest_lagscale.control.policy.ScalingPolicy`'s (KEDA + HPA from a ScaledObject, a
+plain CPU HPA, ...). Each :meth:`~LocalAutoscaler.step` at ``now_s``:
 
-1. ``observe``: read ``{partition: (committed, log_end)}`` from the lag source (a failed read is
-   a trigger error, as in KEDA), replica counts and, for CPU triggers, per-replica CPU;
-2. ``keda_poll`` every ``pollingInterval`` (first one immediately): the activation step, which
-   alone moves 0 <-> N;
-3. ``hpa_sync`` every HPA sync period (``lagscale.dev/hpa-sync-period-seconds``, default 15 s):
-   metrics -> proposal -> ``HorizontalPodAutoscaler.decide``;
-4. ``apply``: set the Deployment's replicas when a step changed them.
+1. asks the policy whether a step is due (the KEDA poll every ``pollingInterval`` with the first
+   at once, the HPA sync every sync period: the schedule is the policy's);
+2. ``observe``: reads ``{partition: (committed, log_end)}`` from the lag source if the policy
+   needs lag (a failed read is a ``lag_read_failed`` event and a trigger error, as in KEDA),
+   replica counts and, if it needs CPU, per-replica CPU;
+3. ``decide``: the policy's steps (``keda_poll``, ``hpa_sync``, ...);
+4. ``apply``: each step goes to ``controller.events.jsonl`` under its event name with its inputs
+   and outputs; a step that changed the replica count is also a ``decision`` event and scales
+   the Deployment.
 
-Every decision is appended to ``controller.events.jsonl`` with its inputs and outputs and exported
-as Prometheus gauges named like KEDA's and kube-state-metrics' series:
+The series are exported as Prometheus gauges named like KEDA's and kube-state-metrics':
 ``keda_scaler_metrics_value``, ``keda_scaler_active``, ``keda_scaler_errors_total``,
 ``kube_horizontalpodautoscaler_status_desired_replicas`` and
-``kube_horizontalpodautoscaler_status_current_replicas``.
+``kube_horizontalpodautoscaler_status_current_replicas``. :meth:`~LocalAutoscaler.set_policy`
+replaces the policy mid-run (event ``policy_switched``).
 """
 
 from __future__ import annotations
@@ -29,17 +31,33 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from ..clock import Clock, RealClock
-from ..control.controller import Observation, PollDecision, ScalingController, SyncDecision
 from ..control.hpa import PodCpu
+from ..control.observation import Observation
+from ..control.policy.base import PolicyStep, ScalingPolicy
 from ..eventlog import EventLog
 from ..lifecycle import StartStop
-from .local import CpuSampler, LocalDeployment
+from ..sources.base import LagSource
+from .local import CpuSampler
+
+__all__ = ["ControllerMetrics", "LagSource", "LocalAutoscaler", "ScaledDeployment"]
 
 
-class LagSource(Protocol):
-    """Anything that returns ``{partition: (committed, log_end)}`` (e.g. ``KafkaLagSource``)."""
+class ScaledDeployment(Protocol):
+    """What the autoscaler reads and sets on the Deployment it scales (a subset of the
+    platform's ``Platform``): replica counts, the replicas (for CPU) and ``scale``."""
 
-    def read(self) -> dict[int, tuple[int, int | None]]: ...
+    @property
+    def desired_replicas(self) -> int: ...
+
+    @property
+    def current_replicas(self) -> int: ...
+
+    @property
+    def ready_replicas(self) -> int: ...
+
+    def replicas(self) -> list[Any]: ...
+
+    def scale(self, replicas: int) -> None: ...
 
 
 class ControllerMetrics:
@@ -67,9 +85,9 @@ class ControllerMetrics:
                              "Current replicas of the scale target", hpa_labels,
                              registry=self.registry)
 
-    def record(self, decision: PollDecision | SyncDecision) -> None:
-        """Update the series from one decision."""
-        for t in decision.triggers:
+    def record(self, decision: PolicyStep) -> None:
+        """Update the series from one step (its trigger evaluations, if it has any)."""
+        for t in getattr(decision, "triggers", ()):
             labels = ("default", self.scaled_object, f"{t.type}Scaler", t.metric_name,
                       str(t.index))
             if t.metric_value is not None:
@@ -77,96 +95,120 @@ class ControllerMetrics:
             self.active.labels(*labels).set(1 if t.active else 0)
             if t.error is not None:
                 self.errors.labels(*labels).inc()
-        if isinstance(decision, SyncDecision):
+        if decision.sets_desired_replicas:
             self.desired.labels("default", self.hpa_name).set(decision.replicas_after)
         self.current.labels("default", self.hpa_name).set(decision.replicas_after)
 
 
 class LocalAutoscaler(StartStop):
-    """Runs a :class:`ScalingController` against a :class:`LocalDeployment` on a clock.
+    """Runs a :class:`~pytest_lagscale.control.policy.ScalingPolicy` against a Deployment on a clock.
 
     Args:
-        controller: the pure decision maker (built from the ScaledObject or CPU HPA YAML).
-        deployment: the replicas it scales.
-        lag_source: offsets reader; may be None for a CPU-only controller.
+        policy: the pure decision maker (``config.policy.build_policy``).
+        deployment: the replicas it scales (the platform's Deployment).
+        lag_source: offsets reader; may be None for a policy that does not need lag.
         event_log_path: the controller's JSONL event log.
         clock: time source (``RealClock`` in runs, ``FakeClock`` in tests).
-        cpu_request_millicores: per-replica CPU request for CPU triggers.
-        name: ScaledObject / HPA name used in metric labels.
+        cpu_request_millicores: per-replica CPU request, for policies that need CPU.
+        name: object name in metric labels (default: the policy's ``metrics_name``).
+
+    Attributes:
+        decisions: every step applied so far, in order.
+        last_offsets: offsets of the newest observation (``{partition: (committed, log_end)}``),
+            None before the first one, when its read failed or the policy needs no lag.
+        metrics_port: the ``/metrics`` port after :meth:`start` (None before, or without).
     """
 
-    def __init__(self, controller: ScalingController, deployment: LocalDeployment,
+    def __init__(self, policy: ScalingPolicy, deployment: ScaledDeployment,
                  lag_source: LagSource | None, event_log_path: str | Path, *,
                  clock: Clock | None = None, cpu_request_millicores: int | None = None,
-                 name: str = "lagscale-consumer"):
-        self.controller = controller
+                 name: str | None = None):
+        self.policy = policy
         self.deployment = deployment
         self.lag_source = lag_source
         self.clock = clock or RealClock()
         self.events = EventLog(event_log_path, source="controller", clock=self.clock)
+        name = name or policy.metrics_name
         self.metrics = ControllerMetrics(name, f"keda-hpa-{name}")
         self.cpu_request_millicores = cpu_request_millicores
         self._cpu = CpuSampler() if cpu_request_millicores else None
-        self._next_poll_s: float | None = None
-        self._next_sync_s: float | None = None
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._server: Any = None
         self.metrics_port: int | None = None
-        self.decisions: list[PollDecision | SyncDecision] = []
-        #: Offsets of the newest observation (``{partition: (committed, log_end)}``), None
-        #: before the first one or when its read failed.
+        self.decisions: list[PolicyStep] = []
         self.last_offsets: dict[int, tuple[int, int | None]] | None = None
 
-    # -- one tick ------------------------------------------------------------------------
-    def step(self, now_s: float) -> list[PollDecision | SyncDecision]:
-        """Run the steps due at ``now_s`` (poll, sync) and apply their results."""
-        made: list[PollDecision | SyncDecision] = []
-        poll_every = self.controller.polling_interval_s
-        if poll_every is not None and (self._next_poll_s is None or now_s >= self._next_poll_s):
-            self._next_poll_s = now_s + poll_every
-            made.append(self._apply(self.controller.poll(now_s, self._observe(now_s))))
-        if self._next_sync_s is None:
-            self._next_sync_s = now_s + self.controller.sync_period_s
-        elif now_s >= self._next_sync_s:
-            self._next_sync_s = now_s + self.controller.sync_period_s
-            made.append(self._apply(self.controller.sync(now_s, self._observe(now_s))))
-        return made
+    @property
+    def controller(self) -> ScalingPolicy:
+        """The policy (the old name of :attr:`policy`)."""
+        return self.policy
 
-    def _observe(self, now_s: float) -> Observation:
+    def has_decided(self) -> bool:
+        """A step that sets the desired replica count (the HPA sync) has run."""
+        return any(step.sets_desired_replicas for step in list(self.decisions))
+
+    def set_policy(self, policy: ScalingPolicy, now_s: float) -> None:
+        """Replace the policy (fresh history, its schedule starting at the next step); writes a
+        ``policy_switched`` event.
+
+        Args:
+            policy: the new policy, not yet used.
+            now_s: the switch time in seconds on the autoscaler's clock.
+        """
+        with self._lock:
+            previous, self.policy = self.policy, policy
+            self.events.emit("policy_switched", now_s=now_s, from_policy=previous.name,
+                             from_object=previous.metrics_name, to_policy=policy.name,
+                             to_object=policy.metrics_name, min_replicas=policy.min_replicas,
+                             max_replicas=policy.max_replicas,
+                             lag_threshold_records=policy.lag_threshold_records)
+
+    # -- one tick ------------------------------------------------------------------------
+    def step(self, now_s: float) -> list[PolicyStep]:
+        """Observe, decide and apply if the policy has a step due at ``now_s``; returns the
+        steps applied."""
+        with self._lock:
+            policy = self.policy
+            if not policy.due(now_s):
+                return []
+            decision = policy.decide(self._observe(now_s, policy), now_s)
+            for step in decision.steps:
+                self._apply(step)
+            return list(decision.steps)
+
+    def _observe(self, now_s: float, policy: ScalingPolicy) -> Observation:
         offsets = None
-        error = None
-        if self.lag_source is not None:
+        if policy.needs_lag and self.lag_source is not None:
             try:
                 offsets = self.lag_source.read()
             except Exception as exc:  # BrokerError, transport: a trigger error, as in KEDA
-                error = str(exc)
+                self.events.emit("lag_read_failed", error=str(exc))
         cpu_pods = None
-        if self._cpu is not None and self.cpu_request_millicores:
-            usage = self._cpu.sample(self.deployment.replicas(), now_s)
+        if policy.needs_cpu and self._cpu is not None and self.cpu_request_millicores:
+            replicas = self.deployment.replicas()
+            usage = self._cpu.sample(replicas, now_s)
             cpu_pods = tuple(PodCpu(int(usage[r.replica_id]) if r.replica_id in usage else None,
-                                    self.cpu_request_millicores, r.ready)
-                             for r in self.deployment.replicas())
-        if error is not None:
-            self.events.emit("lag_read_failed", error=error)
+                                    self.cpu_request_millicores, r.ready) for r in replicas)
         self.last_offsets = offsets
         return Observation(current_replicas=self.deployment.desired_replicas, offsets=offsets,
                            status_replicas=self.deployment.current_replicas,
                            ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods)
 
-    def _apply(self, decision: PollDecision | SyncDecision) -> PollDecision | SyncDecision:
-        self.decisions.append(decision)
-        self.metrics.record(decision)
-        record = dataclasses.asdict(decision)
+    def _apply(self, step: PolicyStep) -> PolicyStep:
+        self.decisions.append(step)
+        self.metrics.record(step)
+        record = dataclasses.asdict(step)  # type: ignore[call-overload]
         event = record.pop("event")
         self.events.emit(event, **record, ready_replicas=self.deployment.ready_replicas)
-        if decision.replicas_after != decision.replicas_before:
+        if step.replicas_after != step.replicas_before:
             # The analysis's one name for "the controller changed the scale" (reaction time's
             # detection ends at the first one with desired_replicas > current_replicas).
-            self.events.emit("decision", via=event, desired_replicas=decision.replicas_after,
-                             current_replicas=decision.replicas_before)
-            self.deployment.scale(decision.replicas_after)
-        return decision
+            self.events.emit("decision", via=event, desired_replicas=step.replicas_after,
+                             current_replicas=step.replicas_before)
+            self.deployment.scale(step.replicas_after)
+        return step
 
     # -- background loop -----------------------------------------------------------------
     def start(self, tick_s: float = 0.25, metrics_port: int | None = 0) -> "LocalAutoscaler":

@@ -15,13 +15,14 @@ import pytest
 import yaml
 
 from pytest_lagscale.config.deployment import load_deployment
+from pytest_lagscale.config.policy import build_policy
 from pytest_lagscale.config.scaledobject import load_scaled_object
-from pytest_lagscale.control.controller import ScalingController
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler
 from pytest_lagscale.eventlog import read_events
-from pytest_lagscale.kafka.admin import KafkaAdmin, KafkaLagSource
+from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler
 from pytest_lagscale.platform.local import LocalDeployment, template_from_deployment
+from pytest_lagscale.sources import BrokerLagSource
 
 pytestmark = pytest.mark.integration
 TOPIC, GROUP, PARTITIONS = "events-step", "enrich-step", 8
@@ -61,8 +62,7 @@ def test_step_in_load_scales_out_on_lag_and_back_to_min(kafka_cluster, tmp_path)
     with LocalDeployment(template, tmp_path, graceful=True) as deployment:
         deployment.scale(so.min_replica_count)
         deployment.wait_ready(so.min_replica_count, within_s=60)
-        scaler = LocalAutoscaler(ScalingController.from_scaled_object(so), deployment,
-                                 KafkaLagSource(admin, GROUP, TOPIC),
+        scaler = LocalAutoscaler(build_policy(so), deployment, BrokerLagSource(admin, GROUP, TOPIC),
                                  tmp_path / "controller.events.jsonl")
         with scaler.start(tick_s=0.25):
             loader.start()

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import yaml
 
 from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.config.policy import build_policy
 from pytest_lagscale.config.scaledobject import load_scaled_object
-from pytest_lagscale.control.controller import ScalingController
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler
 from pytest_lagscale.eventlog import read_events
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler
@@ -57,7 +57,7 @@ def _run(tmp_path, lag_schedule: list[tuple[float, int]], until_s: float):
     so = load_scaled_object("k8s/scaledobject-ci.yaml")
     clock = FakeClock(0.0)
     lag, deployment = ScriptedLag(), CountingDeployment()
-    scaler = LocalAutoscaler(ScalingController.from_scaled_object(so), deployment, lag,
+    scaler = LocalAutoscaler(build_policy(so), deployment, lag,
                              tmp_path / "controller.events.jsonl", clock=clock)
     schedule = list(lag_schedule)
     while clock.now() <= until_s:
@@ -105,7 +105,7 @@ def test_lag_read_failures_are_trigger_errors_not_crashes(tmp_path) -> None:
     so = load_scaled_object("k8s/scaledobject-ci.yaml")
     lag, deployment = ScriptedLag(), CountingDeployment(desired_replicas=3)
     lag.fail = True
-    scaler = LocalAutoscaler(ScalingController.from_scaled_object(so), deployment, lag,
+    scaler = LocalAutoscaler(build_policy(so), deployment, lag,
                              tmp_path / "c.jsonl", clock=FakeClock())
     decisions = scaler.step(0.0)
     assert decisions[0].is_error and decisions[0].replicas_after == 3

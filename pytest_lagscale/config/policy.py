@@ -1,0 +1,110 @@
+"""The scaling policy's manifest: load any supported kind, override lagThreshold, build the policy.
+
+The file I/O happens here, outside ``control``; :func:`build_policy` hands the validated config
+to the policy registry (:data:`pytest_lagscale.control.policy.POLICIES`), imported when called
+so that importing ``config`` never imports ``control``.
+
+Kinds (:data:`MANIFEST_KINDS`): a KEDA ``ScaledObject`` (keda.sh/v1alpha1) or an
+autoscaling/v2 ``HorizontalPodAutoscaler`` with one cpu Utilization metric.
+
+Example:
+    >>> config = load_policy_manifest("k8s/hpa-cpu-ci.yaml")  # doctest: +SKIP
+    >>> policy = build_policy(config, created_at_s=clock.now())  # doctest: +SKIP
+    >>> policy.needs_cpu, policy.needs_lag  # doctest: +SKIP
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from pytest_lagscale.config import _read
+from pytest_lagscale.config._problems import MISSING, Problems
+from pytest_lagscale.config.hpa import CpuHpaConfig, parse_cpu_hpa
+from pytest_lagscale.config.scaledobject import ScaledObjectConfig, parse_scaled_object
+from pytest_lagscale.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pytest_lagscale.control.policy.base import ScalingPolicy
+
+#: A validated policy manifest (one of the kinds in :data:`MANIFEST_KINDS`).
+PolicyConfig = Union[ScaledObjectConfig, CpuHpaConfig]
+
+#: Manifest ``kind`` -> ``parse(doc, *, source) -> PolicyConfig``.
+MANIFEST_KINDS: dict[str, Callable[..., Any]] = {
+    "ScaledObject": parse_scaled_object,
+    "HorizontalPodAutoscaler": parse_cpu_hpa,
+}
+
+
+def load_policy_manifest(path: str | Path) -> PolicyConfig:
+    """Read and validate a policy manifest of any kind in :data:`MANIFEST_KINDS`.
+
+    Raises:
+        ConfigError: unreadable file, an unknown ``kind`` (naming it and the allowed kinds), or
+            every problem of the manifest, one line each.
+    """
+    return parse_policy_manifest(_read.load_yaml(path), source=str(path))
+
+
+def parse_policy_manifest(doc: Any, *, source: str = "<string>") -> PolicyConfig:
+    """Validate a loaded policy document, dispatching on its ``kind``.
+
+    Raises:
+        ConfigError: see :func:`load_policy_manifest`.
+    """
+    kind = doc.get("kind", MISSING) if isinstance(doc, Mapping) else MISSING
+    parse = MANIFEST_KINDS.get(kind) if isinstance(kind, str) else None
+    if parse is None:
+        p = Problems(source)
+        allowed = "one of {" + ", ".join(repr(k) for k in MANIFEST_KINDS) + "}"
+        p.add("kind", kind, allowed, "use a KEDA ScaledObject or an autoscaling/v2 HorizontalPodAutoscaler")
+        p.raise_if_any()
+    return parse(doc, source=source)
+
+
+def with_lag_threshold(config: PolicyConfig, lag_threshold: int) -> PolicyConfig:
+    """``config`` with every lag trigger's lagThreshold set to ``lag_threshold`` records.
+
+    Raises:
+        ConfigError: the manifest has no lag trigger to override (e.g. a CPU HPA).
+    """
+    from pytest_lagscale.control.keda.registry import TRIGGERS
+
+    triggers = []
+    changed = False
+    for trigger in getattr(config, "triggers", ()):
+        settings = TRIGGERS[trigger.type].with_lag_threshold(trigger.settings, lag_threshold)
+        if settings is not None:
+            trigger = replace(trigger, settings=settings,
+                              metadata={**trigger.metadata, "lagThreshold": str(lag_threshold)})
+            changed = True
+        triggers.append(trigger)
+    if not changed:
+        raise ConfigError(f"--lag-threshold: {config.source} has no kafka trigger to override; "
+                          "drop --lag-threshold or add a kafka trigger")
+    return replace(config, triggers=tuple(triggers))
+
+
+def build_policy(config: PolicyConfig, *, created_at_s: float = 0.0) -> ScalingPolicy:
+    """A fresh scaling policy for ``config`` (no history, schedule not started).
+
+    Args:
+        config: a validated manifest (:func:`load_policy_manifest`).
+        created_at_s: the policy object's creation time on the runner's clock, in seconds
+            (KEDA counts initialCooldownPeriod from it).
+
+    Raises:
+        ConfigError: ``config`` is not a manifest kind with a policy.
+    """
+    from pytest_lagscale.control.policy import POLICIES
+
+    build = POLICIES.get(config.kind) if hasattr(config, "kind") else None
+    if build is None:
+        raise ConfigError(f"'kind': got {getattr(config, 'kind', type(config).__name__)!r}, expected one of "
+                          f"{{{', '.join(repr(k) for k in POLICIES)}}} in build_policy(); "
+                          "load the manifest with load_policy_manifest")
+    return build(config, created_at_s=created_at_s)

@@ -1,0 +1,25 @@
+"""Scaling policies: the seam between the runner and whatever decides the replica count.
+
+* :mod:`.base`: :class:`ScalingPolicy` (``due``, ``decide``, facts), :class:`Decision`,
+  :class:`PolicyStep`;
+* :mod:`.keda_hpa`: :class:`KedaHpaPolicy` (a ScaledObject, or a plain CPU HPA);
+* :data:`POLICIES`: manifest ``kind`` -> builder ``(config, *, created_at_s) -> ScalingPolicy``.
+
+A new policy is one module here and one line in :data:`POLICIES` (plus its manifest parser in
+:data:`pytest_lagscale.config.policy.MANIFEST_KINDS`); the runner does not change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pytest_lagscale.control.policy.base import Decision, PolicyStep, ScalingPolicy
+from pytest_lagscale.control.policy.keda_hpa import KedaHpaPolicy
+
+#: Manifest kind -> ``build(config, *, created_at_s=0.0) -> ScalingPolicy``.
+POLICIES: dict[str, Callable[..., Any]] = {
+    "ScaledObject": KedaHpaPolicy.from_scaled_object,
+    "HorizontalPodAutoscaler": KedaHpaPolicy.from_cpu_hpa,
+}
+
+__all__ = ["POLICIES", "Decision", "KedaHpaPolicy", "PolicyStep", "ScalingPolicy"]

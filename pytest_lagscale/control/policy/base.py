@@ -1,0 +1,118 @@
+"""What every scaling policy offers the runner: a schedule, a decision and a few facts.
+
+A policy is pure (no I/O, no clock, no logging): the runner asks :meth:`ScalingPolicy.due`
+each tick, observes only then (lag when :attr:`~ScalingPolicy.needs_lag`, CPU when
+:attr:`~ScalingPolicy.needs_cpu`), calls :meth:`ScalingPolicy.decide` and applies the
+:class:`Decision`: it writes each step to the event log under the step's ``event`` name and
+scales the Deployment when a step changed the replica count. One module per policy
+(:mod:`.keda_hpa`; the lag-per-slot halving policy arrives later), registered in
+:data:`pytest_lagscale.control.policy.POLICIES` by manifest kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pytest_lagscale.control.observation import Observation
+
+
+@runtime_checkable
+class PolicyStep(Protocol):
+    """One step of a decision (e.g. KEDA's ``keda_poll``, the HPA's ``hpa_sync``).
+
+    A frozen dataclass: ``dataclasses.asdict`` gives the event-log record.
+
+    Attributes:
+        event: the event-log name (snake_case).
+        now_s: time of the step in seconds.
+        replicas_before: replicas observed (``spec.replicas``).
+        replicas_after: replicas the step sets (= before: no change).
+        reason: why, CamelCase (``ScaleUpLimit``, ``Active``, ...).
+        sets_desired_replicas: the step's ``replicas_after`` is the policy's desired count
+            (exported as ``kube_horizontalpodautoscaler_status_desired_replicas``).
+    """
+
+    event: str
+    now_s: float
+    replicas_before: int
+    replicas_after: int
+    reason: str
+    sets_desired_replicas: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a policy decided at ``now_s``.
+
+    Attributes:
+        now_s: time of the decision in seconds.
+        desired_replicas: the replica count the steps set, None to leave the Deployment as is.
+        steps: the steps that ran, in order (empty when none was due).
+        reason: the last step's reason, ``NotDue`` when no step ran (CamelCase).
+    """
+
+    now_s: float
+    desired_replicas: int | None
+    steps: tuple[PolicyStep, ...] = ()
+    reason: str = "NotDue"
+
+    @classmethod
+    def from_steps(cls, now_s: float, steps: tuple[PolicyStep, ...]) -> Decision:
+        """The decision of ``steps``: desired is the last changing step's ``replicas_after``."""
+        changed = [s for s in steps if s.replicas_after != s.replicas_before]
+        return cls(now_s, changed[-1].replicas_after if changed else None, steps,
+                   steps[-1].reason if steps else "NotDue")
+
+
+@runtime_checkable
+class ScalingPolicy(Protocol):
+    """A scaling policy: when to decide, what to decide, and what it needs observed.
+
+    Attributes:
+        name: the policy's kind, e.g. ``keda-hpa`` (KEDA ScaledObject + HPA) or ``hpa``.
+        metrics_name: the object name in Prometheus labels (the manifest's ``metadata.name``).
+        min_replicas: the fewest replicas it sets (KEDA's minReplicaCount may be 0).
+        max_replicas: the most replicas it sets.
+        lag_threshold_records: the per-replica lag target in records, None without a lag trigger.
+        needs_lag: it reads ``observation.offsets``.
+        needs_cpu: it reads ``observation.cpu_pods``.
+        first_decision_within_s: seconds after the first :meth:`decide` by which a step with
+            ``sets_desired_replicas`` has run (the runner waits for it before the load).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def metrics_name(self) -> str: ...
+
+    @property
+    def min_replicas(self) -> int: ...
+
+    @property
+    def max_replicas(self) -> int: ...
+
+    @property
+    def lag_threshold_records(self) -> int | None: ...
+
+    @property
+    def needs_lag(self) -> bool: ...
+
+    @property
+    def needs_cpu(self) -> bool: ...
+
+    @property
+    def first_decision_within_s(self) -> float: ...
+
+    def due(self, now_s: float) -> bool:
+        """Whether :meth:`decide` has work at ``now_s`` (always True before the first decide,
+        which starts the schedule). Reads state only."""
+
+    def decide(self, observation: Observation, now_s: float) -> Decision:
+        """Run the steps due at ``now_s`` on ``observation`` and return them.
+
+        Args:
+            observation: what the runner measured just before (offsets None: lag read failed).
+            now_s: time in seconds on the runner's monotonic clock.
+        """
