@@ -1,64 +1,40 @@
-"""Option definitions shared by the pytest plugin and the ``lagscale`` CLI.
+"""The run options, declared once for the pytest plugin and the ``lagscale run`` command.
 
-As in pytest-benchmark's ``add_*_options(addoption, prefix)``: each group is defined once and
-parsed by the ``parse_*`` functions, which raise ``argparse.ArgumentTypeError`` carrying the repr
-of the bad value (pytest turns that into a usage error, exit code 4; the CLI exits 2).
+As pytest-benchmark shares its option groups between plugin.py and cli.py: :data:`RUN_OPTIONS` is
+one table (flag, destination, metavar, parser, choices, default, help) that
+:func:`add_run_options` registers with pytest (``--lagscale-`` prefix on the prefixed ones) and
+:func:`pytest_lagscale.experiment.cli.run_command` turns into click options (no prefix). Each
+parser raises ``argparse.ArgumentTypeError`` carrying the option and the repr of the bad value
+(pytest turns it into a usage error, exit code 4; the CLI exits 2); :func:`check_run_options`
+checks what one value alone cannot (conflicts, files), and :func:`settings_from_options` builds
+the :class:`~pytest_lagscale.experiment.settings.RunSettings` every run is given.
+
+This module is imported by the plugin at start-up: it imports nothing heavy.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
 
+from .contract.flags import BALANCERS, ENGINES
 from .kafka import KINDS
+from .platform import PLATFORMS
 
-
-def parse_kafka_config(value: str) -> tuple[str, str]:
-    """Parse one ``KEY=VALUE`` librdkafka setting (``--kafka-config``)."""
-    key, sep, val = value.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(
-            f"--kafka-config: {value!r} is not KEY=VALUE; e.g. security.protocol=SASL_SSL")
-    return key.strip(), val
-
-
-def add_kafka_options(addoption: Callable[..., object], prefix: str = "") -> None:
-    """Register ``--kafka``, ``--kafka-bootstrap`` and ``--kafka-config``."""
-    addoption(f"--{prefix}kafka", choices=KINDS, default="embedded",
-              help="Where the broker comes from: an embedded KRaft node from pinned Maven "
-                   "jars, a testcontainers container, or an external cluster. "
-                   "Default: embedded.")
-    addoption(f"--{prefix}kafka-bootstrap", metavar="HOST:PORT", default=None,
-              help="Bootstrap servers of the external cluster (only with --kafka=external)")
-    addoption(f"--{prefix}kafka-config", metavar="KEY=VALUE", action="append",
-              type=parse_kafka_config, default=[],
-              help="A librdkafka setting for every client of an external cluster, e.g. "
-                   "security.protocol=SASL_SSL; repeatable. Default: none.")
-
-
-def check_kafka_options(kind: str, bootstrap: str | None) -> str | None:
-    """Return a conflict message for the kafka options, or None when they agree."""
-    if kind == "external" and not bootstrap:
-        return "--kafka=external needs --kafka-bootstrap HOST:PORT; add it or use --kafka=embedded"
-    if kind != "external" and bootstrap:
-        return (f"--kafka-bootstrap is only used with --kafka=external, not --kafka={kind}; "
-                "add --kafka=external or drop --kafka-bootstrap")
-    return None
-
-
-# -- run options (--platform, --profile, --lag-threshold, ... --lagscale-baseline) ------------
-#: Mirrors of :mod:`pytest_lagscale.experiment.settings` (not imported: the plugin stays cheap).
-PLATFORMS = ("local", "kubernetes")
 SCALES = ("ci", "full")
-BALANCERS = ("cooperative-sticky", "range", "roundrobin", "consumer")
 MAX_LAG_THRESHOLD = 10_000_000
 MAX_PARTITIONS = 1024
+MAX_SETTLE_TIMEOUT_S = 7200.0
+DEFAULT_OUT = "lagscale-runs"
 
 
+# -- parsers: text -> value, or argparse.ArgumentTypeError naming the option -------------------
 def _integer(option: str, text: str, lo: int, hi: int, allowed: str) -> int:
     """``text`` as an int in [lo, hi]; ``allowed`` describes the accepted form for the fix."""
     try:
-        value = int(text.strip().replace("_", ""))
+        value = int(str(text).strip().replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{option}: {text!r} is not an integer; allowed: {allowed}") from None
@@ -77,7 +53,7 @@ def parse_lag_thresholds(value: str) -> tuple[int, ...]:
     allowed = (f"integers in [1, {MAX_LAG_THRESHOLD:,}] records, comma-separated for a sweep "
                "(e.g. 1000,10000,100000)")
     thresholds = tuple(_integer("--lag-threshold", part, 1, MAX_LAG_THRESHOLD, allowed)
-                       for part in value.split(","))
+                       for part in str(value).split(","))
     repeated = sorted({t for t in thresholds if thresholds.count(t) > 1})
     if repeated:
         raise argparse.ArgumentTypeError(
@@ -96,54 +72,244 @@ def parse_partitions(value: str) -> int:
                     f"an integer in [1, {MAX_PARTITIONS:,}] partitions")
 
 
-def add_run_options(addoption: Callable[..., object], prefix: str = "lagscale-") -> None:
-    """Register the options of an experiment run.
+def parse_settle_timeout(value: str) -> float:
+    """Parse ``--settle-timeout SECONDS``: 0..7200 seconds.
 
-    ``--platform``, ``--profile``, ``--lag-threshold``, ``--balancer`` and ``--partitions`` are
-    unprefixed; ``--<prefix>scale``, ``--<prefix>out`` and ``--<prefix>baseline`` carry
-    ``prefix`` (the pytest plugin: ``lagscale-``; a CLI: ``""``). Destinations are
-    ``platform``, ``profile``, ``lag_thresholds``, ``balancer``, ``partitions``,
-    ``lagscale_scale``, ``lagscale_out`` and ``lagscale_baseline`` whatever the prefix.
+    Raises:
+        argparse.ArgumentTypeError: not a number in range.
     """
-    addoption("--platform", choices=PLATFORMS, default="local",
-              help="Where replicas run: local processes, or a Kubernetes cluster with KEDA. "
-                   "Default: local.")
-    addoption("--profile", metavar="PATH", default=None,
-              help="Traffic profile YAML for every experiment run, e.g. "
-                   "fixtures/profiles/bursty-ci.yaml. Default: the test's own, else "
-                   "fixtures/profiles/spike-ci.yaml (ci) or spike.yaml (full).")
-    addoption("--lag-threshold", metavar="RECORDS[,RECORDS...]", dest="lag_thresholds",
-              type=parse_lag_thresholds, default=None,
-              help="Override the trigger's lagThreshold (1 to 10,000,000 records); a comma "
-                   "list runs the experiments once per value (test ids lt<N>). "
-                   "Default: the ScaledObject's.")
-    addoption("--balancer", choices=BALANCERS, default=None,
-              help="Partition assignment protocol of the replicas. Default: the Deployment's "
-                   "(cooperative-sticky).")
-    addoption("--partitions", metavar="N", type=parse_partitions, default=None,
-              help="Partitions of the topic (1 to 1024). Default: the profile's.")
-    addoption(f"--{prefix}scale", dest="lagscale_scale", choices=SCALES, default="ci",
-              help="Size of the runs: ci (P = 8, minutes) or full (the seed lab's P = 24, "
-                   "10x spike for 10-15 min). Default: ci.")
-    addoption(f"--{prefix}out", dest="lagscale_out", metavar="DIR", default="lagscale-runs",
-              help="Parent directory of the run directories. Default: lagscale-runs.")
-    addoption(f"--{prefix}baseline", dest="lagscale_baseline", metavar="PATH", default=None,
-              help="Baseline benchmark JSON: one file for every run, or a directory of "
-                   "<run label>.json files; a regression fails the session. Default: none.")
+    allowed = f"seconds in [0, {MAX_SETTLE_TIMEOUT_S:g}]"
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--settle-timeout: {value!r} is not a number; allowed: {allowed}") from None
+    if not 0 <= seconds <= MAX_SETTLE_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"--settle-timeout: {seconds!r} is out of range; allowed: {allowed}")
+    return seconds
 
 
-def check_run_options(profile: str | None, baseline: str | None, out: str) -> list[str]:
-    """Problems with the run options that argparse cannot see, one line each."""
-    from pathlib import Path
+def parse_kafka_config(value: str) -> tuple[str, str]:
+    """Parse one ``KEY=VALUE`` librdkafka setting (``--kafka-config``)."""
+    key, sep, val = str(value).partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"--kafka-config: {value!r} is not KEY=VALUE; e.g. security.protocol=SASL_SSL")
+    return key.strip(), val
+
+
+def _choice(option: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value not in choices:
+            raise argparse.ArgumentTypeError(
+                f"{option}: {value!r} is not allowed; allowed: {', '.join(choices)}")
+        return value
+    return parse
+
+
+def _text(value: str) -> str:
+    return str(value)
+
+
+# -- the table --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunOption:
+    """One run option.
+
+    Attributes:
+        flag: the option without dashes as the CLI spells it (``profile``, ``scale``).
+        dest: the attribute it is stored in (``config.getoption(dest)``, the CLI's keyword).
+        help: one phrase or several sentences; ends with the default.
+        metavar: the value's placeholder (units where they matter), None for choices and flags.
+        parse: text -> value; raises ``argparse.ArgumentTypeError`` naming the option.
+        choices: the allowed values (shown in help; enforced by ``parse``).
+        default: the value when the option is not given.
+        prefixed: pytest spells it ``--lagscale-<flag>`` (the CLI drops the prefix).
+        multiple: repeatable; the value is a list.
+        negatable: a boolean flag with a ``--no-<flag>`` twin.
+    """
+
+    flag: str
+    dest: str
+    help: str
+    metavar: str | None = None
+    parse: Callable[[str], Any] = _text
+    choices: tuple[str, ...] | None = None
+    default: Any = None
+    prefixed: bool = False
+    multiple: bool = False
+    negatable: bool = False
+
+    @property
+    def pytest_flag(self) -> str:
+        """``--lagscale-<flag>`` when prefixed, else ``--<flag>``."""
+        return f"--lagscale-{self.flag}" if self.prefixed else f"--{self.flag}"
+
+    @property
+    def cli_flag(self) -> str:
+        return f"--{self.flag}"
+
+    def check(self, value: Any) -> str | None:
+        """The problem with an already typed ``value`` (None: fine), by the same parser."""
+        if value is None or self.negatable or self.multiple:
+            return None
+        try:
+            self.parse(str(value))
+        except argparse.ArgumentTypeError as exc:
+            return str(exc)
+        return None
+
+
+def _choices(flag: str, dest: str, choices: tuple[str, ...], help: str, default: Any = None,
+             *, prefixed: bool = False) -> RunOption:
+    option = f"--lagscale-{flag}" if prefixed else f"--{flag}"
+    return RunOption(flag, dest, help, parse=_choice(option, choices), choices=choices,
+                     default=default, prefixed=prefixed)
+
+
+#: Every run option, in the order ``--help`` lists them.
+RUN_OPTIONS: tuple[RunOption, ...] = (
+    RunOption("profile", "profile", "Traffic profile: a bundled name (spike, spike-ci, "
+              "bursty-ci, spike-demo, ...; spike resolves to spike-ci at --lagscale-scale ci) or "
+              "a YAML path. Default: the test's own, else spike.", metavar="NAME|PATH"),
+    RunOption("policy", "policy", "Scaling policy manifest: a KEDA ScaledObject or an "
+              "autoscaling/v2 HorizontalPodAutoscaler, as a bundled name (scaledobject-ci, "
+              "hpa-cpu-ci, ...) or a YAML path. Default: the ScaledObject of the scale.",
+              metavar="NAME|PATH"),
+    RunOption("scaledobject", "scaled_object", "KEDA ScaledObject YAML (the same as --policy "
+              "with a ScaledObject; give one of the two). Default: k8s/scaledobject[-ci].yaml "
+              "by scale.", metavar="PATH"),
+    RunOption("deployment", "deployment", "Consumer Deployment YAML, a bundled name or a path. "
+              "Default: k8s/consumer-deployment[-ci].yaml by scale.", metavar="NAME|PATH"),
+    RunOption("lag-threshold", "lag_thresholds", "Override the lag trigger's lagThreshold (1 to "
+              "10,000,000 records); a comma list runs once per value (test ids lt<N>). "
+              "Default: the policy's.", metavar="RECORDS[,RECORDS...]",
+              parse=parse_lag_thresholds),
+    _choices("balancer", "balancer", BALANCERS, "Partition assignment protocol of the replicas. "
+             "Default: the Deployment's (cooperative-sticky)."),
+    RunOption("partitions", "partitions", "Partitions of the topic (1 to 1024). Default: the "
+              "profile's.", metavar="N", parse=parse_partitions),
+    _choices("engine", "engine", ENGINES, "The replicas' processing engine. Default: the "
+             "Deployment's."),
+    RunOption("graceful", "graceful", "Scale-down drains replicas with SIGTERM within the grace "
+              "period; --no-graceful SIGKILLs them. Default: graceful.", default=True,
+              negatable=True),
+    _choices("platform", "platform", PLATFORMS, "Where replicas run: local processes. "
+             "Default: local.", default="local"),
+    _choices("kafka", "kafka", KINDS, "Where the broker comes from: an embedded KRaft node from "
+             "pinned Maven jars, a testcontainers container, or an external cluster. "
+             "Default: embedded.", default="embedded"),
+    RunOption("kafka-bootstrap", "kafka_bootstrap", "Bootstrap servers of the external cluster "
+              "(only with --kafka=external)", metavar="HOST:PORT"),
+    RunOption("kafka-config", "kafka_config", "A librdkafka setting for every client of an "
+              "external cluster, e.g. security.protocol=SASL_SSL; repeatable. Default: none.",
+              metavar="KEY=VALUE", parse=parse_kafka_config, multiple=True, default=()),
+    _choices("scale", "lagscale_scale", SCALES, "Size of the runs: ci (P = 8, minutes) or full "
+             "(the seed lab's P = 24, 10x spike for 10-15 min). Default: ci.", default="ci",
+             prefixed=True),
+    RunOption("out", "lagscale_out", "Parent directory of the run directories. Default: "
+              f"{DEFAULT_OUT}.", metavar="DIR", default=DEFAULT_OUT, prefixed=True),
+    RunOption("baseline", "lagscale_baseline", "Baseline benchmark JSON: one file for every "
+              "run, or a directory of <run label>.json files; a regression fails the session "
+              "(the CLI exits 1). Default: none.", metavar="PATH", prefixed=True),
+    RunOption("settle-timeout", "settle_timeout_s", "After the profile ends, seconds to wait "
+              "for lag <= lagThreshold and replicas == minReplicaCount (0 to 7200). Default: "
+              "300.", metavar="SECONDS", parse=parse_settle_timeout, default=300.0),
+)
+OPTIONS_BY_DEST = {option.dest: option for option in RUN_OPTIONS}
+
+
+def add_run_options(addoption: Callable[..., object]) -> None:
+    """Register :data:`RUN_OPTIONS` with pytest's ``addoption`` (argparse conventions)."""
+    for option in RUN_OPTIONS:
+        if option.negatable:
+            addoption(option.pytest_flag, dest=option.dest, action="store_true",
+                      default=option.default, help=option.help)
+            addoption(f"--no-{option.flag}", dest=option.dest, action="store_false",
+                      help=f"The opposite of {option.pytest_flag}")
+            continue
+        kwargs: dict[str, Any] = {"dest": option.dest, "default": option.default,
+                                  "help": option.help}
+        if option.choices:
+            kwargs["choices"] = option.choices
+        else:
+            kwargs.update(metavar=option.metavar, type=option.parse)
+        if option.multiple:
+            kwargs.update(action="append", default=[])
+        addoption(option.pytest_flag, **kwargs)
+
+
+# -- checks across options --------------------------------------------------------------------
+def check_kafka_options(kind: str, bootstrap: str | None) -> str | None:
+    """Return a conflict message for the kafka options, or None when they agree."""
+    if kind == "external" and not bootstrap:
+        return "--kafka=external needs --kafka-bootstrap HOST:PORT; add it or use --kafka=embedded"
+    if kind != "external" and bootstrap:
+        return (f"--kafka-bootstrap is only used with --kafka=external, not --kafka={kind}; "
+                "add --kafka=external or drop --kafka-bootstrap")
+    return None
+
+
+def check_run_options(values: dict[str, Any]) -> list[str]:
+    """Problems that one option's parser cannot see, one line each (``values`` by dest).
+
+    Conflicts (kafka, policy vs scaledobject), files that must exist, bundled names that must
+    resolve. Used by the plugin's ``pytest_cmdline_main`` and by ``lagscale run``.
+    """
+    from .config.bundled import resolve_manifest, resolve_profile
+    from .errors import ConfigError
 
     problems = []
-    if profile is not None and not Path(profile).is_file():
-        problems.append(f"--profile: {profile!r} is not a readable file; give the path of a "
-                        "traffic profile YAML, e.g. fixtures/profiles/spike-ci.yaml")
-    if baseline is not None and not Path(baseline).exists():
-        problems.append(f"--lagscale-baseline: {baseline!r} does not exist; give a benchmark "
-                        "JSON file or a directory of <run label>.json files")
+    kafka = check_kafka_options(values.get("kafka") or "embedded", values.get("kafka_bootstrap"))
+    if kafka:
+        problems.append(kafka)
+    if values.get("policy") and values.get("scaled_object"):
+        problems.append("--policy and --scaledobject both name the scaling policy; give one")
+    scale = values.get("lagscale_scale") or "ci"
+    resolvers = (("profile", lambda v: resolve_profile(v, scale)),
+                 ("policy", lambda v: resolve_manifest(v, "--policy")),
+                 ("scaled_object", lambda v: resolve_manifest(v, "--scaledobject")),
+                 ("deployment", lambda v: resolve_manifest(v, "--deployment")))
+    for dest, resolve in resolvers:
+        if values.get(dest):
+            try:
+                resolve(str(values[dest]))
+            except ConfigError as exc:
+                problems += exc.problems
+    baseline, out = values.get("lagscale_baseline"), values.get("lagscale_out") or DEFAULT_OUT
+    if baseline and not Path(baseline).exists():
+        problems.append(f"--lagscale-baseline: {str(baseline)!r} does not exist; give a "
+                        "benchmark JSON file or a directory of <run label>.json files")
     if Path(out).exists() and not Path(out).is_dir():
-        problems.append(f"--lagscale-out: {out!r} is a file, not a directory; give a "
+        problems.append(f"--lagscale-out: {str(out)!r} is a file, not a directory; give a "
                         "directory (created when missing)")
     return problems
+
+
+def _given(value: Any, default: float) -> float:
+    return default if value is None else float(value)
+
+
+def settings_from_options(values: dict[str, Any], **fields: Any) -> Any:
+    """The :class:`RunSettings` of parsed option ``values`` (by dest), not yet validated.
+
+    ``lag_thresholds`` (a sweep) becomes ``lag_threshold``: its first value unless ``fields``
+    gives one; ``fields`` override anything else (e.g. the test's own profile).
+    """
+    from .experiment.settings import RunSettings
+
+    thresholds = values.get("lag_thresholds") or ()
+    kwargs = dict(
+        profile=values.get("profile"), scale=values.get("lagscale_scale") or "ci",
+        policy=values.get("policy"), scaled_object=values.get("scaled_object"),
+        deployment=values.get("deployment"), platform=values.get("platform") or "local",
+        kafka=values.get("kafka") or "embedded", kafka_bootstrap=values.get("kafka_bootstrap"),
+        kafka_config=dict(values.get("kafka_config") or ()),
+        lag_threshold=thresholds[0] if thresholds else None, balancer=values.get("balancer"),
+        partitions=values.get("partitions"), engine=values.get("engine"),
+        graceful=values.get("graceful", True) is not False,
+        out_dir=Path(values.get("lagscale_out") or DEFAULT_OUT),
+        settle_timeout_s=_given(values.get("settle_timeout_s"), 300.0))
+    kwargs.update(fields)
+    return RunSettings(**kwargs)

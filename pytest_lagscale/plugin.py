@@ -25,11 +25,9 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from . import options
+from .errors import ConfigError
 from .session import LagscaleSession
 
-#: Committed traffic profiles: ``<name>-ci.yaml`` at ``--lagscale-scale ci``, ``<name>.yaml``.
-PROFILES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
-DEFAULT_PROFILE = "spike"
 DEFAULT_PARTITIONS = {"ci": 8, "full": 24}
 _SESSION_KEY = pytest.StashKey["LagscaleSession"]()
 
@@ -37,18 +35,17 @@ _SESSION_KEY = pytest.StashKey["LagscaleSession"]()
 # -- options and markers ---------------------------------------------------------------------
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lagscale", "lag-based autoscaling experiments (pytest-lagscale)")
-    options.add_kafka_options(group.addoption)
     options.add_run_options(group.addoption)
+
+
+def _option_values(config: pytest.Config) -> dict[str, Any]:
+    """Every run option's value, by destination."""
+    return {option.dest: config.getoption(option.dest) for option in options.RUN_OPTIONS}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    problem = options.check_kafka_options(config.getoption("kafka"),
-                                          config.getoption("kafka_bootstrap"))
-    problems = [problem] if problem else []
-    problems += options.check_run_options(config.getoption("profile"),
-                                          config.getoption("lagscale_baseline"),
-                                          config.getoption("lagscale_out"))
+    problems = options.check_run_options(_option_values(config))
     if not problems and config.getoption("lagscale_baseline"):
         problems += _check_baselines(Path(config.getoption("lagscale_baseline")))
     if problems:
@@ -62,13 +59,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "experiment(n): the DESIGN.md experiment number n (1-8)")
     baseline = config.getoption("lagscale_baseline", None)
     config.stash[_SESSION_KEY] = LagscaleSession(Path(baseline) if baseline else None)
+    _configure_xdist(config)
     if threading.current_thread() is threading.main_thread():
-        # SIGTERM (CI timeout, `kill`) must run fixture finalizers like Ctrl-C does, so no
-        # broker or replica outlives the session.
-        def _sigterm(signum: int, frame: object) -> None:
-            raise KeyboardInterrupt("SIGTERM")
+        # SIGTERM (CI timeout, `kill`) and SIGHUP (the terminal closed) must run fixture
+        # finalizers like Ctrl-C does, so no broker or replica outlives the session.
+        def _stop(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt(signal.Signals(signum).name)
 
-        signal.signal(signal.SIGTERM, _sigterm)
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGHUP, _stop)
+
+
+def _configure_xdist(config: pytest.Config) -> None:
+    """Under pytest-xdist: tests marked ``xdist_group`` (runs shared by several tests, such as
+    experiments 2 and 6) stay on one worker (``--dist load`` becomes ``loadgroup``), and each
+    worker has its own run id, so its pid directory and ``lagscale cleanup`` are its own. Each
+    worker starts its own broker (the session fixture) on ephemeral ports."""
+    if config.getoption("dist", None) == "load":
+        config.option.dist = "loadgroup"
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        from .process import RUN_ID_ENV
+
+        base = os.environ.get(RUN_ID_ENV) or uuid.uuid4().hex[:12]
+        os.environ[RUN_ID_ENV] = f"{base}-{worker['workerid']}"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -148,22 +162,13 @@ def lag_threshold(request: pytest.FixtureRequest) -> int | None:
 
 @pytest.fixture
 def lagscale_settings(request: pytest.FixtureRequest, lag_threshold: int | None) -> Any:
-    """A :class:`~pytest_lagscale.experiment.settings.RunSettings` from the command line.
+    """A :class:`~pytest_lagscale.experiment.settings.RunSettings` from the run options.
 
-    The profile is ``--profile``, else ``fixtures/profiles/spike-ci.yaml`` at
-    ``--lagscale-scale ci`` and ``spike.yaml`` at ``full``. Not validated here;
-    ``lagscale_run`` checks the settings it runs.
+    The profile is ``--profile`` (a bundled name or a path), else ``spike`` (``spike-ci`` at
+    ``--lagscale-scale ci``). Not validated here; ``lagscale_run`` checks the settings it runs.
     """
-    from .experiment.settings import RunSettings
-
-    config = request.config
-    return RunSettings(
-        profile=_profile_path(config, None), scale=config.getoption("lagscale_scale"),
-        platform=config.getoption("platform"), kafka=config.getoption("kafka"),
-        kafka_bootstrap=config.getoption("kafka_bootstrap"),
-        kafka_config=dict(config.getoption("kafka_config")), lag_threshold=lag_threshold,
-        balancer=config.getoption("balancer"), partitions=config.getoption("partitions"),
-        out_dir=Path(config.getoption("lagscale_out")))
+    return options.settings_from_options(_option_values(request.config),
+                                         lag_threshold=lag_threshold)
 
 
 @pytest.fixture
@@ -172,23 +177,22 @@ def lagscale_run(request: pytest.FixtureRequest, lagscale_settings: Any,
                  ) -> Callable[..., Any]:
     """``run(profile=None, **overrides) -> RunResult``: run (or reuse) one experiment.
 
-    ``profile`` is a path, or a name resolved by scale (``"bursty"`` ->
-    ``fixtures/profiles/bursty-ci.yaml`` at ci); ``--profile`` wins over both. ``overrides``
-    are RunSettings fields (``graceful=False``, ``balancer="range"``). A run is cached for
-    the session by its full settings, so tests asking for the same run share one result; every
-    result is compared with ``--lagscale-baseline`` at session end.
-
-    Raises:
-        pytest.UsageError: under pytest-xdist workers.
+    ``profile`` is a bundled name (``"bursty"`` -> ``bursty-ci`` at ci) or a path; ``--profile``
+    wins over it. ``overrides`` are RunSettings fields (``graceful=False``,
+    ``balancer="range"``, ``policy="hpa-cpu-ci"``, ``actions=(ActionSpec(120, "kill_replica"),)``).
+    A run is cached for the session (per pytest-xdist worker) by its full settings, so tests
+    asking for the same run share one result (mark them with the same ``xdist_group`` so they
+    share a worker); every result is compared with ``--lagscale-baseline`` at session end.
     """
-    if hasattr(request.config, "workerinput"):
-        raise pytest.UsageError("lagscale_run: experiments cannot run in pytest-xdist "
-                                "workers (they need the whole machine); run with -n0")
     session = request.config.stash[_SESSION_KEY]
 
     def run(profile: str | os.PathLike[str] | None = None, **overrides: Any) -> Any:
-        settings = lagscale_settings.with_overrides(
-            profile=_profile_path(request.config, profile), **overrides)
+        if profile is not None and not request.config.getoption("profile"):
+            overrides["profile"] = str(profile)
+        try:
+            settings = lagscale_settings.with_overrides(**overrides)
+        except ConfigError as exc:
+            pytest.fail("lagscale_run: " + "; ".join(exc.problems), pytrace=False)
         _check(settings)
         return session.run(settings, request.node.nodeid, lambda: _call_runner(
             request.config, lagscale_runner, settings, kafka_cluster))
@@ -202,79 +206,59 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
     """Consumer replicas of the committed Deployment under the local autoscaler, no load.
 
     For tests that drive their own load. The topic (``events-<id>``, ``--partitions`` or 8/24
-    partitions by scale) and the group (``enrich-<id>``) are fresh per test; the ScaledObject is
-    ``k8s/scaledobject[-ci].yaml`` with ``--lag-threshold``, ``--balancer`` applies to the
-    replicas, which run ``--engine arrow`` (replica counts a small machine can hold). Yields an
-    object with ``bootstrap``, ``topic``, ``group``, ``partitions``, ``scaled_object``,
-    ``deployment`` (LocalDeployment, ready at minReplicaCount) and ``autoscaler``
-    (LocalAutoscaler, ticking every 0.25 s); everything is stopped afterwards.
+    partitions by scale) and the group (``enrich-<id>``) are fresh per test; the policy is the
+    scale's ScaledObject (or ``--policy``) with ``--lag-threshold``, ``--balancer`` applies to
+    the replicas, which run ``--engine arrow`` (replica counts a small machine can hold). Yields
+    an object with ``bootstrap``, ``topic``, ``group``, ``partitions``, ``policy``,
+    ``deployment`` (the platform, ready at minReplicaCount), ``autoscaler`` (ticking every
+    0.25 s), ``admin`` and ``run_dir``; everything is stopped afterwards.
     """
     from .config.deployment import load_deployment
-    from .config.manifests import manifest_paths
-    from .control.controller import ScalingController
-    from .kafka.admin import KafkaAdmin, KafkaLagSource
+    from .config.policy import build_policy, load_policy_manifest, with_lag_threshold
+    from .kafka.admin import KafkaAdmin
+    from .platform import make_platform
     from .platform.autoscaler import LocalAutoscaler
-    from .platform.local import LocalDeployment, template_from_deployment
+    from .platform.local import template_from_deployment
+    from .sources import make_lag_source
 
     config, suffix = request.config, uuid.uuid4().hex[:8]
-    scale = config.getoption("lagscale_scale")
+    settings = options.settings_from_options(_option_values(config), lag_threshold=lag_threshold)
     topic, group = f"events-{suffix}", f"enrich-{suffix}"
-    partitions = config.getoption("partitions") or DEFAULT_PARTITIONS[scale]
-    paths = manifest_paths(scale)
-    so = _scaled_object(paths["scaled_object"], lag_threshold)
+    partitions = settings.partitions or DEFAULT_PARTITIONS[settings.scale]
+    files = settings.manifest_files()
+    policy_config = load_policy_manifest(files["policy"])
+    if lag_threshold is not None:
+        policy_config = with_lag_threshold(policy_config, lag_threshold)
+    policy = build_policy(policy_config)
     flags = {"--topic": topic, "--group": group, "--engine": "arrow"}
-    if config.getoption("balancer"):
-        flags["--balancer"] = config.getoption("balancer")
+    if settings.balancer:
+        flags["--balancer"] = settings.balancer
     admin = KafkaAdmin(kafka_cluster.bootstrap_servers, kafka_cluster.client_config)
     admin.create_topic(topic, partitions)
-    template = template_from_deployment(load_deployment(paths["deployment"]),
+    template = template_from_deployment(load_deployment(files["deployment"]),
                                         kafka_cluster.bootstrap_servers, flag_overrides=flags)
     with contextlib.ExitStack() as stack:
-        deployment = stack.enter_context(LocalDeployment(template, tmp_path))
-        deployment.scale(so.min_replica_count)
-        if so.min_replica_count:
-            deployment.wait_ready(so.min_replica_count, within_s=120)
-        autoscaler = LocalAutoscaler(ScalingController.from_scaled_object(so), deployment,
-                                     KafkaLagSource(admin, group, topic),
+        deployment = stack.enter_context(make_platform(settings.platform, template, tmp_path))
+        deployment.scale(policy.min_replicas)
+        if policy.min_replicas:
+            deployment.wait_ready(policy.min_replicas, within_s=120)
+        autoscaler = LocalAutoscaler(policy, deployment,
+                                     make_lag_source("broker", admin, group, topic),
                                      tmp_path / "controller.events.jsonl")
         stack.enter_context(autoscaler.start(tick_s=0.25))
         yield SimpleNamespace(bootstrap=kafka_cluster.bootstrap_servers, topic=topic,
-                              group=group, partitions=partitions, scaled_object=so,
-                              deployment=deployment, autoscaler=autoscaler, admin=admin,
-                              run_dir=tmp_path)
+                              group=group, partitions=partitions, policy=policy,
+                              scaled_object=policy_config, deployment=deployment,
+                              autoscaler=autoscaler, admin=admin, run_dir=tmp_path)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _profile_path(config: pytest.Config, requested: str | os.PathLike[str] | None) -> Path:
-    """``--profile``, else ``requested`` (a path, or a committed profile's name), else spike."""
-    if config.getoption("profile"):
-        return Path(config.getoption("profile"))
-    if requested is not None and (Path(requested).suffix in (".yaml", ".yml")
-                                  or len(Path(requested).parts) > 1):
-        return Path(requested)
-    name = str(requested or DEFAULT_PROFILE)
-    if config.getoption("lagscale_scale") == "ci" and (PROFILES_DIR / f"{name}-ci.yaml").is_file():
-        return PROFILES_DIR / f"{name}-ci.yaml"
-    return PROFILES_DIR / f"{name}.yaml"
-
-
 def _check(settings: Any) -> None:
-    from .errors import ConfigError
-
     try:
         settings.check()
     except ConfigError as exc:
         pytest.fail("lagscale_run: bad settings:\n" + "\n".join(f"  {p}" for p in exc.problems),
                     pytrace=False)
-
-
-def _scaled_object(path: Path, lag_threshold: int | None) -> Any:
-    """The ScaledObject at ``path``, every kafka trigger's lagThreshold replaced when given."""
-    from .config.scaledobject import load_scaled_object
-    from .experiment.plan import with_lag_threshold
-
-    config = load_scaled_object(path)
-    return config if lag_threshold is None else with_lag_threshold(config, lag_threshold)
 
 
 def _call_runner(config: pytest.Config, runner: Callable[..., Any], settings: Any,

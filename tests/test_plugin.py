@@ -18,8 +18,15 @@ def test_help_lists_the_kafka_and_run_options(pytester: pytest.Pytester) -> None
         "*--kafka={embedded,testcontainers,external}*",
         "*--kafka-bootstrap=HOST:PORT*",
         "*--kafka-config=KEY=VALUE*",
-        "*--platform={local,kubernetes}*",
-        "*--profile=PATH*",
+        "*--platform={local}*",
+        "*--profile=NAME|PATH*",
+        "*--policy=NAME|PATH*",
+        "*--scaledobject=PATH*",
+        "*--deployment=NAME|PATH*",
+        "*--engine={spark,arrow}*",
+        "*--graceful*",
+        "*--no-graceful*",
+        "*--settle-timeout=SECONDS*",
         "*--lag-threshold=RECORDS[[],RECORDS...[]]*",
         "*--balancer={cooperative-sticky,range,roundrobin,consumer}*",
         "*--partitions=N*",
@@ -94,14 +101,47 @@ def test_importing_the_plugin_loads_no_heavy_library() -> None:
 
 
 # -- run options -----------------------------------------------------------------------------
-def test_run_option_choices_mirror_the_run_settings() -> None:
-    from pytest_lagscale import options
-    from pytest_lagscale.experiment import settings
+def _group_flags(help_text: str) -> set[str]:
+    """The long flags listed in the "lag-based autoscaling experiments" group of --help."""
+    import re
 
-    assert (options.PLATFORMS, options.SCALES, options.BALANCERS) == \
-        (settings.PLATFORMS, settings.SCALES, settings.BALANCERS)
-    assert (options.MAX_LAG_THRESHOLD, options.MAX_PARTITIONS) == \
-        (settings.MAX_LAG_THRESHOLD, settings.MAX_PARTITIONS)
+    section = help_text.split("lag-based autoscaling experiments (pytest-lagscale):")[1]
+    section = section.split("\n\n")[0]
+    return set(re.findall(r"^  (--[a-z][a-z-]*)", section, flags=re.MULTILINE))
+
+
+def _table_flags(*, cli: bool) -> set[str]:
+    from pytest_lagscale.options import RUN_OPTIONS
+
+    flags = set()
+    for option in RUN_OPTIONS:
+        flags.add(option.cli_flag if cli else option.pytest_flag)
+        if option.negatable:
+            flags.add(f"--no-{option.flag}")
+    return flags
+
+
+def test_pytest_offers_exactly_the_run_option_table(pytester: pytest.Pytester) -> None:
+    """The plugin's options drift from the table (and so from ``lagscale run``) -> fail."""
+    result = pytester.runpytest("--help")
+    assert _group_flags(result.stdout.str()) == _table_flags(cli=False)
+
+
+def test_lagscale_run_offers_exactly_the_run_option_table() -> None:
+    """``lagscale run``'s options drift from the table (and so from pytest's) -> fail; the CLI
+    spells the prefixed ones without ``lagscale-``."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from pytest_lagscale.cli import app
+
+    result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", result.output)) - {"--help"}
+    assert flags == _table_flags(cli=True)
+    pytest_side = {f.replace("--lagscale-", "--") for f in _table_flags(cli=False)}
+    assert flags == pytest_side
 
 
 _SWEEP_FIX = "comma-separated for a sweep (e.g. 1000,10000,100000)"
@@ -134,10 +174,14 @@ _SWEEP_FIX = "comma-separated for a sweep (e.g. 1000,10000,100000)"
                      id="platform-unknown"),
         pytest.param(["--lagscale-scale=huge"],
                      "*argument --lagscale-scale: invalid choice: 'huge'*", id="scale-unknown"),
-        pytest.param(["--profile=missing.yaml"],
-                     "ERROR: --profile: 'missing.yaml' is not a readable file; give the path of "
-                     "a traffic profile YAML, e.g. fixtures/profiles/spike-ci.yaml",
+        pytest.param(["--profile=missing.yaml"], "ERROR: --profile: 'missing.yaml' *",
                      id="profile-missing"),
+        pytest.param(["--policy=scaledobject-ci", "--scaledobject=k8s/scaledobject-ci.yaml"],
+                     "ERROR: --policy and --scaledobject both name the scaling policy; give one",
+                     id="policy-and-scaledobject"),
+        pytest.param(["--settle-timeout=-5"],
+                     "*--settle-timeout: -5.0 is out of range; allowed: seconds in [0, 7200]",
+                     id="settle-timeout-negative"),
         pytest.param(["--lagscale-baseline=missing.json"],
                      "ERROR: --lagscale-baseline: 'missing.json' does not exist; give a "
                      "benchmark JSON file or a directory of <run label>.json files",
@@ -266,12 +310,14 @@ def test_settings_follow_the_options(pytester: pytest.Pytester) -> None:
 
         def test_settings(lagscale_settings):
             s = lagscale_settings
-            assert (s.profile, s.scale, s.lag_threshold, s.balancer, s.partitions, s.out_dir) \\
-                == (PROFILES / "spike.yaml", "full", 5000, "range", 24, Path("out"))
+            assert (s.profile_path().resolve(), s.scale, s.lag_threshold, s.balancer,
+                    s.partitions, s.out_dir) \\
+                == ((PROFILES / "spike.yaml").resolve(), "full", 5000, "range", 24, Path("out"))
             assert s.label() == "spike-lt5000-range-p24"
 
         def test_named_profile_resolves_by_scale(lagscale_run):
-            assert lagscale_run("bursty").settings.profile == PROFILES / "bursty.yaml"
+            settings = lagscale_run("bursty").settings
+            assert settings.profile_path().resolve() == (PROFILES / "bursty.yaml").resolve()
     """)
     result = pytester.runpytest("--lag-threshold=5000", "--balancer=range", "--partitions=24",
                                 "--lagscale-scale=full", "--lagscale-out=out")
@@ -285,7 +331,7 @@ def test_profile_option_wins_over_the_test_profile(pytester: pytest.Pytester) ->
         from pathlib import Path
 
         def test_run(lagscale_run):
-            assert lagscale_run("spike").settings.profile == Path({str(profile)!r})
+            assert Path(lagscale_run("spike").settings.profile) == Path({str(profile)!r})
     """)
     result = pytester.runpytest(f"--profile={profile}")
     result.assert_outcomes(passed=1)
@@ -343,7 +389,7 @@ def test_bad_settings_fail_the_test_naming_the_option(pytester: pytest.Pytester)
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*lagscale_run: bad settings:",
-                                 "*--engine: got 'jvm'; allowed: spark, arrow"])
+                                 "*--engine: 'jvm' is not allowed; allowed: spark, arrow"])
 
 
 # -- the baseline gate -----------------------------------------------------------------------

@@ -1,84 +1,111 @@
-"""``lagscale run``: the main job — one experiment on the embedded default, analysed.
+"""``lagscale run``: the main job — one experiment (or a lagThreshold sweep), analysed.
 
-Bad input exits 2 before anything starts; Ctrl-C or SIGTERM stops every process of the run
-(exit 130); a finished run prints the summary table and the run directory.
+The command's options are :data:`pytest_lagscale.options.RUN_OPTIONS`, the same table the
+pytest plugin registers (without the ``lagscale-`` prefix), turned into click options here. Bad
+input exits 2 before anything starts; Ctrl-C, SIGTERM or SIGHUP stops every process of the run
+(exit 130); a finished run prints the summary table, the run directory and its artifacts; a
+regression against ``--baseline`` exits 1.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
+import argparse
+import inspect
+from typing import Any, Callable, Optional
 
 import typer
 
-from ..cli import app, fail_usage
-from ..errors import ConfigError, LagscaleError
+from ..cli import app
+from ..options import RUN_OPTIONS, RunOption, check_run_options, settings_from_options
+
+EXIT_USAGE = 2
+EXIT_REGRESSION = 1
 
 
-@app.command()
-def run(
-    profile: Path = typer.Option(..., "--profile", help="Traffic profile YAML, e.g. "
-                                 "fixtures/profiles/spike.yaml"),
-    scaledobject: Optional[Path] = typer.Option(
-        None, "--scaledobject", help="KEDA ScaledObject YAML. Default: "
-        "k8s/scaledobject[-ci].yaml by --scale"),
-    deployment: Optional[Path] = typer.Option(
-        None, "--deployment", help="Consumer Deployment YAML. Default: "
-        "k8s/consumer-deployment[-ci].yaml by --scale"),
-    scale: str = typer.Option("ci", "--scale", help="ci or full: which committed manifests"),
-    lag_threshold: Optional[int] = typer.Option(
-        None, "--lag-threshold", help="Override the kafka trigger's lagThreshold (records)"),
-    balancer: Optional[str] = typer.Option(
-        None, "--balancer", help="Override --balancer: cooperative-sticky, range, roundrobin "
-        "or consumer"),
-    partitions: Optional[int] = typer.Option(None, "--partitions",
-                                             help="Override the profile's partition count"),
-    engine: Optional[str] = typer.Option(None, "--engine", help="Override --engine: spark or "
-                                         "arrow"),
-    graceful: bool = typer.Option(True, "--graceful/--no-graceful",
-                                  help="--no-graceful: scale-down SIGKILLs replicas"),
-    out: Path = typer.Option(Path("lagscale-runs"), "--out", help="Parent of the run "
-                             "directory"),
-    kafka: str = typer.Option("embedded", "--kafka", help="embedded, testcontainers or "
-                              "external"),
-    kafka_bootstrap: Optional[str] = typer.Option(None, "--kafka-bootstrap",
-                                                  help="HOST:PORT with --kafka=external"),
-    settle_timeout_s: float = typer.Option(300.0, "--settle-timeout",
-                                           help="Seconds to wait for drain + scale-down"),
-) -> None:
+def _parser(option: RunOption) -> Callable[[str], Any]:
+    """The option's own parser; its message becomes click's "Invalid value" error (exit 2)."""
+    def parse(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return option.parse(value)
+        except argparse.ArgumentTypeError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return parse
+
+
+def _parameter(option: RunOption) -> inspect.Parameter:
+    """One run option as a typer parameter of ``run`` (keyword-only, named by its dest)."""
+    if option.negatable:
+        info = typer.Option(option.default, f"{option.cli_flag}/--no-{option.flag}",
+                            help=option.help, show_default=False)
+        annotation: Any = bool
+    else:
+        metavar = option.metavar or ("[" + "|".join(option.choices or ()) + "]")
+        info = typer.Option(None if option.multiple else option.default, option.cli_flag,
+                            help=option.help, metavar=metavar, parser=_parser(option),
+                            show_default=False)
+        annotation = Optional[list[str]] if option.multiple else Optional[str]
+    return inspect.Parameter(option.dest, inspect.Parameter.KEYWORD_ONLY, default=info,
+                             annotation=annotation)
+
+
+def _run(**values: Any) -> None:
     """Run a traffic profile against an autoscaled consumer group and analyse it.
 
     Leaves benchmark.json, timeline.png, summary.md and the raw tables in the run directory.
     """
     from rich.console import Console
 
+    from ..errors import ConfigError, LagscaleError
+    from .plan import plan_run
+
+    problems = check_run_options(values)
+    thresholds = values.get("lag_thresholds") or (None,)
+    plans = []
+    if not problems:
+        try:
+            plans = [plan_run(settings_from_options(values, lag_threshold=lt))
+                     for lt in thresholds]  # every input problem, before anything starts
+        except ConfigError as exc:
+            problems = exc.problems
+    if problems:
+        for line in problems:
+            typer.echo(f"error: {line}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    console = Console()
+    regressed = False
+    for plan in plans:
+        try:
+            result = _run_one(plan, console)
+        except LagscaleError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        regressed |= _compare(result, values.get("lagscale_baseline"), console)
+    if regressed:
+        raise typer.Exit(EXIT_REGRESSION)
+
+
+def _run_one(plan: Any, console: Any) -> Any:
+    """One planned run with the live progress line; prints its summary."""
+    from rich.console import Console
+
+    from ..process import run_id
     from ..report.summary import measurements_table
     from .progress import RunProgress
-    from .plan import plan_run
     from .runner import run_plan
-    from .settings import RunSettings
 
-    settings = RunSettings(profile=profile, scaled_object=scaledobject, deployment=deployment,
-                           scale=scale, lag_threshold=lag_threshold, balancer=balancer,
-                           partitions=partitions, engine=engine, graceful=graceful,
-                           out_dir=out, kafka=kafka, kafka_bootstrap=kafka_bootstrap,
-                           settle_timeout_s=settle_timeout_s)
-    console = Console()
-    try:
-        plan = plan_run(settings)  # every input problem, before anything starts
-    except ConfigError as exc:
-        raise fail_usage(exc)
-    try:
-        with RunProgress(Console(stderr=True)) as progress:
-            result = run_plan(
-                plan, progress=progress,
-                on_run_dir=lambda d: console.print(f"run directory: {d}", highlight=False,
-                                                   soft_wrap=True))
-    except LagscaleError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1)
+    with RunProgress(Console(stderr=True)) as progress:
+        def announce(run_dir: Any) -> None:
+            # Through the progress display's own console: rich prints it above the live line.
+            rid = run_id()
+            progress.console.print(f"run directory: {run_dir}", highlight=False, soft_wrap=True)
+            progress.console.print(f"run id: {rid} (`lagscale cleanup {rid}` reaps its processes "
+                                   "if the harness dies)", highlight=False, soft_wrap=True)
+
+        result = run_plan(plan, progress=progress, on_run_dir=announce)
     console.print(measurements_table(result.measurements,
-                                     title=f"lagscale run {settings.label()}"))
+                                     title=f"lagscale run {plan.settings.label()}"))
     rec = result.reconciliation
     if rec is not None:
         console.print(f"reconciliation (Spark): produced {rec.produced_total:,}, lost "
@@ -86,3 +113,29 @@ def run(
                       highlight=False)
     for name in ("benchmark_json", "timeline_png", "summary_md"):
         console.print(f"{name}: {result.artifacts[name]}", highlight=False, soft_wrap=True)
+    return result
+
+
+def _compare(result: Any, baseline: str | None, console: Any) -> bool:
+    """Compare with ``--baseline`` (file, or directory of ``<label>.json``); True = regressed."""
+    if not baseline:
+        return False
+    from pathlib import Path
+
+    from ..report import benchjson
+    from ..report.compare import compare_documents, render_comparison
+
+    path = Path(baseline)
+    if path.is_dir():
+        path = path / f"{result.settings.label()}.json"
+    if not path.is_file():
+        console.print(f"baseline: {path} does not exist; nothing compared", highlight=False)
+        return False
+    comparison = compare_documents(benchjson.load(path), result.document())
+    console.print(render_comparison(comparison, title=f"{result.settings.label()} vs {path}"))
+    return comparison.verdict == "fail"
+
+
+_run.__signature__ = inspect.Signature([_parameter(o) for o in RUN_OPTIONS])  # type: ignore[attr-defined]
+app.command("run", short_help="Run a profile against an autoscaled consumer group and analyse "
+            "it.")(_run)

@@ -1,17 +1,18 @@
 """From :class:`RunSettings` to a :class:`RunPlan`: every file read and checked, every override
-applied, nothing started. A bad profile, manifest or override fails here with all its
-problems, before a broker or a replica exists.
+applied, nothing started. A bad profile, manifest, scheduled action or override fails here with
+all its problems, before a broker or a replica exists.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config.deployment import DeploymentConfig, load_deployment
-from ..config.scaledobject import ScaledObjectConfig, load_scaled_object
 from ..errors import ConfigError
 from ..load.profiles import Profile, load_profile
+from .actions import PlanFacts, Scheduled, plan_actions
 from .settings import RunSettings
 
 
@@ -22,59 +23,58 @@ class RunPlan:
     Attributes:
         settings: the settings it came from.
         profile: the traffic profile after overrides (partitions).
-        scaled_object: the policy after overrides (lagThreshold).
+        policy_config: the scaling policy's manifest, after overrides (lagThreshold);
+            :meth:`build_policy` turns it into a fresh policy.
         deployment: the consumer Deployment.
         flag_overrides: replica flags replacing the Deployment's (balancer, engine).
-        lag_threshold: the kafka trigger's lagThreshold, records.
+        lag_threshold: the policy's lagThreshold in records, or None (no lag trigger).
         capacity_per_s: one replica's nominal records/s (inflight x 1000 / process-ms), or None
             when process-ms is 0.
         engine, balancer: what the replicas run with.
         spike: ``(start_s, end_s)`` of the profile's spike (steps labelled ``spike``), or None.
+        actions: the scheduled actions, checked, ordered by time.
+        max_partitions: the most partitions the topic has during the run (after the actions).
+        reference_lag_threshold: the lagThreshold the analysis holds lag to (drain, SLO): the
+            policy's, else (a policy without a lag trigger, e.g. a CPU HPA) the scale's
+            committed ScaledObject's, so that both variants of experiment 1 are held to one.
+        policy_kind: the policy's registry name (e.g. ``keda-hpa``).
     """
 
     settings: RunSettings
     profile: Profile
-    scaled_object: ScaledObjectConfig
+    policy_config: Any
     deployment: DeploymentConfig
     flag_overrides: dict[str, str]
-    lag_threshold: int
+    lag_threshold: int | None
     capacity_per_s: float | None
     engine: str
     balancer: str
     spike: tuple[float, float] | None
+    actions: tuple[Scheduled, ...] = ()
+    max_partitions: int = 0
+    reference_lag_threshold: int = 0
+    policy_kind: str = ""
+
+    def build_policy(self, *, created_at_s: float = 0.0) -> Any:
+        """A fresh :class:`~pytest_lagscale.control.policy.base.ScalingPolicy` of this plan."""
+        from ..config.policy import build_policy
+
+        return build_policy(self.policy_config, created_at_s=created_at_s)
 
     @property
     def min_replicas(self) -> int:
         """minReplicaCount, at least 1 (a run starts with one replica ready)."""
-        return max(1, self.scaled_object.min_replica_count)
+        return max(1, self.build_policy().min_replicas)
 
     @property
     def max_replicas(self) -> int:
         """maxReplicaCount."""
-        return self.scaled_object.max_replica_count
+        return self.build_policy().max_replicas
 
     @property
     def policy_name(self) -> str:
-        """The ScaledObject file's stem, e.g. ``scaledobject-ci``."""
-        return Path(self.scaled_object.source).stem
-
-
-def with_lag_threshold(config: ScaledObjectConfig, lag_threshold: int) -> ScaledObjectConfig:
-    """``config`` with every kafka trigger's lagThreshold set to ``lag_threshold`` records.
-
-    Raises:
-        ConfigError: the ScaledObject has no kafka trigger to override.
-    """
-    triggers = []
-    for trigger in config.triggers:
-        if trigger.kafka is not None:
-            trigger = replace(trigger, kafka=replace(trigger.kafka, lag_threshold=lag_threshold),
-                              metadata={**trigger.metadata, "lagThreshold": str(lag_threshold)})
-        triggers.append(trigger)
-    if not any(t.kafka is not None for t in triggers):
-        raise ConfigError(f"--lag-threshold: {config.source} has no kafka trigger to override; "
-                          "drop --lag-threshold or add a kafka trigger")
-    return replace(config, triggers=tuple(triggers))
+        """The policy manifest file's stem, e.g. ``scaledobject-ci``."""
+        return Path(self.policy_config.source).stem
 
 
 def profile_spike_window(profile: Profile) -> tuple[float, float] | None:
@@ -94,20 +94,23 @@ def plan_run(settings: RunSettings) -> RunPlan:
     """Read, check and combine the run's inputs.
 
     Raises:
-        ConfigError: any bad setting, profile or manifest (all problems of a file together).
+        ConfigError: any bad setting, profile, manifest or action (all problems of a file
+            together).
     """
+    from ..config.bundled import manifest_paths
+    from ..config.policy import build_policy, load_policy_manifest, with_lag_threshold
+
     settings.check()
     files = settings.manifest_files()
     overrides = {"partitions": settings.partitions} if settings.partitions is not None else None
-    profile = load_profile(settings.profile, overrides)
-    scaled_object = load_scaled_object(files["scaled_object"])
+    profile = load_profile(settings.profile_path(), overrides)
+    policy_config = load_policy_manifest(files["policy"])
     deployment = load_deployment(files["deployment"])
     if settings.lag_threshold is not None:
-        scaled_object = with_lag_threshold(scaled_object, settings.lag_threshold)
-    kafka = [t.kafka for t in scaled_object.triggers if t.kafka is not None]
-    if not kafka:
-        raise ConfigError(f"{scaled_object.source}: 'spec.triggers' has no kafka trigger; a lag "
-                          "experiment needs one (type: kafka)")
+        policy_config = with_lag_threshold(policy_config, settings.lag_threshold)
+    actions = plan_actions((*profile.actions, *settings.actions),
+                           PlanFacts(partitions=profile.partitions))
+    grown = [a.action.to for a in actions if hasattr(a.action, "to")]
     flag_overrides: dict[str, str] = {}
     if settings.balancer:
         flag_overrides["--balancer"] = settings.balancer
@@ -115,8 +118,23 @@ def plan_run(settings: RunSettings) -> RunPlan:
         flag_overrides["--engine"] = settings.engine
     replica = deployment.replica
     capacity = (replica.inflight * 1000.0 / replica.process_ms) if replica.process_ms else None
-    return RunPlan(settings=settings, profile=profile, scaled_object=scaled_object,
+    policy = build_policy(policy_config)
+    reference = policy.lag_threshold_records
+    if reference is None:
+        default = load_policy_manifest(manifest_paths(settings.scale)["scaled_object"])
+        reference = build_policy(default).lag_threshold_records
+    if policy.needs_lag is False and policy.needs_cpu and not deployment.cpu_request_millicores:
+        raise ConfigError(f"{deployment.source}: the policy {policy_config.source} scales on "
+                          "CPU utilization but the consumer container has no "
+                          "resources.requests.cpu; add one")
+    return RunPlan(settings=settings, profile=profile, policy_config=policy_config,
                    deployment=deployment, flag_overrides=flag_overrides,
-                   lag_threshold=kafka[0].lag_threshold, capacity_per_s=capacity,
+                   lag_threshold=policy.lag_threshold_records, capacity_per_s=capacity,
                    engine=settings.engine or replica.engine,
-                   balancer=settings.balancer or replica.balancer, spike=profile_spike_window(profile))
+                   balancer=settings.balancer or replica.balancer,
+                   spike=profile_spike_window(profile), actions=actions,
+                   max_partitions=max([profile.partitions, *grown]),
+                   reference_lag_threshold=int(reference or 0), policy_kind=policy.name)
+
+
+__all__ = ["RunPlan", "plan_run", "profile_spike_window"]

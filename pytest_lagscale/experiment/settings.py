@@ -1,43 +1,43 @@
 """What one experiment run is given: :class:`RunSettings`, validated before anything starts.
 
-The same settings come from the ``lagscale run`` command line and from the pytest options
-(``--profile``, ``--lag-threshold``, ``--balancer``, ``--partitions``, ``--lagscale-scale``,
-``--lagscale-out``, ``--platform``, ``--kafka``); :meth:`RunSettings.check` reports every bad
-value at once, naming the option and the allowed range, so a run never half-starts.
+The settings come from the run options (:data:`pytest_lagscale.options.RUN_OPTIONS`, the same
+table for ``pytest`` and ``lagscale run``) through
+:func:`pytest_lagscale.options.settings_from_options`, or are built in code by a test.
+:meth:`RunSettings.check` validates every value with the option's own parser and reports every
+bad value at once, so a run never half-starts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
 
-PLATFORMS = ("local", "kubernetes")
-SCALES = ("ci", "full")
-BALANCERS = ("cooperative-sticky", "range", "roundrobin", "consumer")
-ENGINES = ("spark", "arrow")
-KAFKA_KINDS = ("embedded", "testcontainers", "external")
-MAX_PARTITIONS = 1024
-MAX_LAG_THRESHOLD = 10_000_000
+#: RunSettings fields checked by the run option of the same destination.
+_CHECKED = {"scale": "lagscale_scale", "platform": "platform", "kafka": "kafka",
+            "balancer": "balancer", "engine": "engine", "lag_threshold": "lag_thresholds",
+            "partitions": "partitions", "settle_timeout_s": "settle_timeout_s"}
 
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Inputs of one run (every path relative to the working directory).
+    """Inputs of one run (paths relative to the working directory).
 
     Attributes:
-        profile: traffic profile YAML (``fixtures/profiles/*.yaml``).
-        scale: ``ci`` or ``full``: picks the committed ``-ci`` manifests when ``scaled_object``
-            or ``deployment`` is None.
-        scaled_object: KEDA ScaledObject YAML; None = ``k8s/scaledobject[-ci].yaml``.
-        deployment: consumer Deployment YAML; None = ``k8s/consumer-deployment[-ci].yaml``.
-        platform: ``local`` (processes) or ``kubernetes`` (not runnable here: kind/KEDA needed).
+        profile: traffic profile: a bundled name (``spike-ci``; ``spike`` resolves by scale) or a
+            YAML path; None = ``spike``.
+        scale: ``ci`` or ``full``: picks the committed ``-ci`` manifests and profiles.
+        policy: scaling policy manifest (ScaledObject or HPA), a bundled name or a path; None =
+            ``scaled_object``, else the scale's ScaledObject.
+        scaled_object: KEDA ScaledObject YAML (give ``policy`` or this, not both).
+        deployment: consumer Deployment, a bundled name or a path; None = the scale's.
+        platform: where replicas run (``local``).
         kafka: ``embedded``, ``testcontainers`` or ``external`` (``kafka_bootstrap`` required).
         kafka_bootstrap: ``host:port`` of an external broker.
         kafka_config: extra librdkafka client settings (``--kafka-config KEY=VALUE``).
-        lag_threshold: overrides the kafka trigger's ``lagThreshold``, records (1..10M).
+        lag_threshold: overrides the lag trigger's ``lagThreshold``, records (1..10M).
         balancer: overrides the replicas' ``--balancer``.
         partitions: overrides the profile's partition count (1..1024).
         engine: overrides the replicas' ``--engine``.
@@ -47,12 +47,15 @@ class RunSettings:
             profile's name.
         settle_timeout_s: after the profile ends, seconds to wait for lag <= lagThreshold and
             replicas == minReplicaCount before recording (0..7200).
+        actions: actions scheduled in addition to the profile's
+            (:class:`~pytest_lagscale.load.profiles.ActionSpec`).
     """
 
-    profile: Path
+    profile: str | Path | None = None
     scale: str = "ci"
-    scaled_object: Path | None = None
-    deployment: Path | None = None
+    policy: str | Path | None = None
+    scaled_object: str | Path | None = None
+    deployment: str | Path | None = None
     platform: str = "local"
     kafka: str = "embedded"
     kafka_bootstrap: str | None = None
@@ -65,72 +68,87 @@ class RunSettings:
     out_dir: Path = Path("lagscale-runs")
     name: str | None = None
     settle_timeout_s: float = 300.0
+    actions: tuple[Any, ...] = ()
 
     def check(self) -> "RunSettings":
         """Return self when every value is allowed.
 
         Raises:
-            ConfigError: one problem per bad value (option name, value, allowed range).
+            ConfigError: one problem per bad value (option name, value, allowed range), from
+                the run options' own parsers and cross-option checks.
         """
-        problems: list[str] = []
+        from ..options import OPTIONS_BY_DEST, check_run_options
 
-        def choice(option: str, value: Any, allowed: tuple[str, ...]) -> None:
-            if value is not None and value not in allowed:
-                problems.append(f"{option}: got {value!r}; allowed: {', '.join(allowed)}")
-
-        def integer(option: str, value: Any, lo: int, hi: int) -> None:
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or not lo <= value <= hi):
-                problems.append(f"{option}: got {value!r}; allowed: an integer in [{lo}, {hi}]")
-
-        def readable(option: str, path: Path | None) -> None:
-            if path is not None and not Path(path).is_file():
-                problems.append(f"{option}: {str(path)!r} is not a readable file; give the "
-                                "path of a committed YAML file")
-
-        readable("--profile", self.profile)
-        readable("--scaledobject", self.scaled_object)
-        readable("--deployment", self.deployment)
-        choice("--lagscale-scale", self.scale, SCALES)
-        choice("--platform", self.platform, PLATFORMS)
-        choice("--kafka", self.kafka, KAFKA_KINDS)
-        choice("--balancer", self.balancer, BALANCERS)
-        choice("--engine", self.engine, ENGINES)
-        integer("--lag-threshold", self.lag_threshold, 1, MAX_LAG_THRESHOLD)
-        integer("--partitions", self.partitions, 1, MAX_PARTITIONS)
-        if not 0 <= self.settle_timeout_s <= 7200:
-            problems.append(f"--settle-timeout: got {self.settle_timeout_s!r}; allowed: "
-                            "seconds in [0, 7200]")
-        if self.kafka == "external" and not self.kafka_bootstrap:
-            problems.append("--kafka=external needs --kafka-bootstrap HOST:PORT")
-        if self.platform == "kubernetes":
-            problems.append("--platform=kubernetes: not runnable by `lagscale run` yet; apply "
-                            "k8s/ with kubectl and KEDA, or use --platform=local")
+        problems = [problem for attr, dest in _CHECKED.items()
+                    if (problem := OPTIONS_BY_DEST[dest].check(getattr(self, attr)))]
+        problems += check_run_options(self.option_values())
         if problems:
             raise ConfigError(problems)
         return self
 
+    def option_values(self) -> dict[str, Any]:
+        """The settings as run-option values by destination (see ``options.RUN_OPTIONS``)."""
+        return {"profile": self.profile, "policy": self.policy,
+                "scaled_object": self.scaled_object, "deployment": self.deployment,
+                "kafka": self.kafka, "kafka_bootstrap": self.kafka_bootstrap,
+                "lagscale_scale": self.scale, "lagscale_out": str(self.out_dir)}
+
     def with_overrides(self, **changes: Any) -> "RunSettings":
-        """A copy with ``changes`` applied (dataclasses.replace)."""
+        """A copy with ``changes`` applied (dataclasses.replace).
+
+        Raises:
+            ConfigError: a change names no field (the message lists the fields).
+        """
+        names = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ConfigError([f"{key!r}: not a run setting; allowed: {', '.join(sorted(names))}"
+                               for key in unknown])
         return replace(self, **changes)
 
+    def profile_path(self) -> Path:
+        """The profile file after resolving a bundled name by scale.
+
+        Raises:
+            ConfigError: neither an existing file nor a bundled profile name.
+        """
+        from ..config.bundled import resolve_profile
+
+        return resolve_profile(str(self.profile or "spike"), self.scale)
+
     def manifest_files(self) -> dict[str, Path]:
-        """``{'scaled_object': path, 'deployment': path}`` after the scale defaults."""
-        from ..config.manifests import manifest_paths
+        """``{'policy': path, 'deployment': path}`` after the scale defaults.
+
+        Raises:
+            ConfigError: a name that is neither a file nor a bundled manifest.
+        """
+        from ..config.bundled import manifest_paths, resolve_manifest
 
         defaults = manifest_paths(self.scale)
-        return {"scaled_object": Path(self.scaled_object or defaults["scaled_object"]),
-                "deployment": Path(self.deployment or defaults["deployment"])}
+        policy = self.policy or self.scaled_object
+        return {"policy": (resolve_manifest(str(policy), "--policy") if policy
+                           else Path(defaults["scaled_object"])),
+                "deployment": (resolve_manifest(str(self.deployment), "--deployment")
+                               if self.deployment else Path(defaults["deployment"]))}
 
     def label(self) -> str:
         """Short id of what differs from the defaults, for run names and test ids."""
-        parts = [self.name or Path(self.profile).stem]
+        try:
+            profile = self.profile_path().stem
+        except ConfigError:
+            profile = Path(str(self.profile)).stem
+        parts = [self.name or profile]
+        policy = self.policy or self.scaled_object
+        if policy:
+            parts.append(Path(str(policy)).stem)
         if self.lag_threshold is not None:
             parts.append(f"lt{self.lag_threshold}")
         if self.balancer:
             parts.append(self.balancer)
         if self.partitions is not None:
             parts.append(f"p{self.partitions}")
+        if self.engine:
+            parts.append(self.engine)
         if not self.graceful:
             parts.append("sigkill")
         return "-".join(parts)

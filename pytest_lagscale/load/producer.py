@@ -31,6 +31,7 @@ import numpy as np
 
 from ..clock import Clock, RealClock
 from ..errors import BrokerError
+from ..kafka.client_log import librdkafka_config
 from .events import EVENT_SIZE_BYTES, KEY_SIZE_BYTES, EventSource
 from .manifest import DeliveryTracker, Manifest
 from .pacing import PacingOptions, PacingResult, run_open_model
@@ -53,6 +54,8 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "queue.buffering.max.messages": 2_000_000,
     "queue.buffering.max.kbytes": 1_048_576,
     "partitioner": "murmur2_random",
+    # New partitions (a scheduled increase_partitions) are used within 5 s, not 5 min.
+    "topic.metadata.refresh.interval.ms": 5000,
 }
 
 
@@ -136,7 +139,8 @@ class ProduceResult:
 def produce_profile(profile: Profile, settings: ProduceSettings, *,
                     clock: Clock | None = None,
                     should_stop: Callable[[], bool] = lambda: False,
-                    progress: Callable[[float, int], None] | None = None) -> ProduceResult:
+                    progress: Callable[[float, int], None] | None = None,
+                    max_partitions: int | None = None) -> ProduceResult:
     """Produce ``profile`` to its topic under the open model and wait for acknowledgements.
 
     Args:
@@ -145,6 +149,8 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
         clock: pacing clock (default: ``RealClock``).
         should_stop: polled every tick; True ends the run early (report ``interrupted``).
         progress: called as ``progress(elapsed_s, sent_records)`` every 10 s of the run.
+        max_partitions: the most partitions the topic gets during the run (a scheduled
+            ``increase_partitions``); the manifest covers that many. Default: the profile's.
 
     Returns:
         The per-step report and the per-partition manifest.
@@ -155,9 +161,9 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
     """
     from confluent_kafka import Producer
 
-    tracker = DeliveryTracker(profile.partitions)
+    tracker = DeliveryTracker(max(profile.partitions, max_partitions or 0))
     config = settings.librdkafka_config()
-    producer = Producer({**config, "on_delivery": tracker.callback, "logger": log})
+    producer = Producer({**config, "on_delivery": tracker.callback, **librdkafka_config()})
     _check_topic(producer, profile, settings.metadata_timeout_s)
     source = EventSource(profile.seed, entities=profile.entities, zipf_s=profile.zipf_s)
     source.chunk(0)  # build the first block before the clock starts

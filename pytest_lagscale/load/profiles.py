@@ -116,6 +116,26 @@ SHAPES: dict[str, type] = {"steady": Steady, "step": Spike, "bursty": Bursty,
 
 
 @dataclass(frozen=True)
+class ActionSpec:
+    """An action scheduled at a time of the run (the profile's ``actions`` list).
+
+    Attributes:
+        at_s: seconds after the load starts (0 <= at_s <= duration_s).
+        action: the action's name (e.g. ``increase_partitions``); the runner's registry
+            (:mod:`pytest_lagscale.experiment.actions`) checks it and its parameters.
+        params: the entry's other keys as written (e.g. ``{"to": 16}``).
+    """
+
+    at_s: float
+    action: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as written in YAML."""
+        return {"at_s": self.at_s, "action": self.action, **dict(self.params)}
+
+
+@dataclass(frozen=True)
 class Profile:
     """A validated traffic profile.
 
@@ -131,6 +151,7 @@ class Profile:
         shape: the kind's parameters.
         description: free text.
         source: the file it was loaded from ("" when built in code).
+        actions: actions scheduled at times of the run, ordered by ``at_s``.
     """
 
     name: str
@@ -144,6 +165,7 @@ class Profile:
     shape: Shape
     description: str = ""
     source: str = ""
+    actions: tuple[ActionSpec, ...] = ()
 
     def schedule(self) -> list[Step]:
         """The piecewise-constant rate schedule: contiguous steps from 0 to ``duration_s``."""
@@ -151,7 +173,10 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         """The profile as a JSON-able mapping in the YAML schema (keys as in the file)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "shape"}
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in ("shape", "actions")}
+        if self.actions:
+            out["actions"] = [a.to_dict() for a in self.actions]
         if isinstance(self.shape, ExplicitSteps):
             out["steps"] = [{"at_s": a, "rate_per_s": r, "label": lbl}
                             for a, r, lbl in self.shape.points]
@@ -244,9 +269,36 @@ def parse_profile(raw: Any, *, source: str = "<profile>",
     values = check.keys(raw, {**COMMON, **kind_spec}, "", scope)
     common = _common(values, check, default_name)
     shape = _shape(kind if kind in KINDS else None, values, common.get("duration_s"), check)
+    common["actions"] = _actions(values["actions"], common.get("duration_s"), check)
     if check.problems:
         raise ConfigError(check.problems)
     return Profile(shape=shape, source=source if source != "<profile>" else "", **common)
+
+
+def _actions(raw: Any, duration_s: Any, check: Checker) -> tuple[ActionSpec, ...]:
+    """The ``actions`` list: entries ``{at_s: SECONDS, action: NAME, <param>: value, ...}``."""
+    if raw in ((), None):
+        return ()
+    if not isinstance(raw, list):
+        check.add("actions", f"{raw!r} is not a list", "a list of {at_s, action, ...} entries",
+                  "write one '- at_s: ..., action: ...' entry per action")
+        return ()
+    out = []
+    for i, entry in enumerate(raw):
+        where = f"actions[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("action"), str):
+            check.add(where, f"{entry!r} has no action name", "a mapping with at_s and action",
+                      "add e.g. 'action: increase_partitions'")
+            continue
+        at_s = entry.get("at_s")
+        limit = duration_s if isinstance(duration_s, (int, float)) else float("inf")
+        if isinstance(at_s, bool) or not isinstance(at_s, (int, float)) or not 0 <= at_s <= limit:
+            check.add(f"{where}.at_s", repr(at_s), f"seconds in [0, duration_s = {limit:g}]",
+                      "give the time after the load start")
+            continue
+        params = {k: v for k, v in entry.items() if k not in ("at_s", "action")}
+        out.append(ActionSpec(float(at_s), entry["action"], params))
+    return tuple(sorted(out, key=lambda a: a.at_s))
 
 
 def _overrides(mapping: Mapping[str, Any] | None, source: str) -> ProfileOverrides:

@@ -103,6 +103,7 @@ COMMON: dict[str, Any] = {
     "description": "",
     "entities": 5_000_000,
     "zipf_s": 1.1,
+    "actions": (),
 }
 _BURSTY = {"period_s": REQUIRED, "duty_cycle": REQUIRED, "high_rate_per_s": REQUIRED,
            "low_rate_per_s": REQUIRED}

@@ -20,7 +20,6 @@ _EXPORTS = {
     "Recorder": "recorder",
     "default_queries": "recorder",
     "merge_event_logs": "recorder",
-    "find_event_logs": "recorder",
     "save_timeline": "recorder",
 }
 __all__ = sorted(_EXPORTS)

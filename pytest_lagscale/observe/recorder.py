@@ -30,24 +30,23 @@ Choices, on purpose:
   ``ready_replicas`` and the rates are counts and become 0 (no replica target = none ready,
   no samples = nothing processed or produced).
 
-**Events.** :func:`merge_event_logs` merges the JSONL logs of controller, platform, replicas and
-producer into ``events.jsonl`` ordered by ``monotonic_s``.
+**Events.** :func:`merge_event_logs` (defined in :mod:`pytest_lagscale.contract.rundir`, which
+owns the run directory's layout) merges the run's JSONL logs into ``events.jsonl``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 
 from ..analyze.tables import TIMELINE_COLUMNS, check_timeline
+from ..contract.rundir import merge_event_logs  # noqa: F401  (re-exported by observe)
 from ..errors import ConfigError, LagscaleError
-from ..eventlog import read_events
 
 #: Columns forward-filled across missing samples (0 before the first sample).
 GAUGE_COLUMNS: tuple[str, ...] = ("total_lag", "desired_replicas", "current_replicas")
@@ -226,48 +225,3 @@ def save_timeline(timeline: pd.DataFrame, run_dir: str | os.PathLike[str]) -> tu
     timeline.to_parquet(parquet, index=False)
     timeline.to_csv(csv, index=False)
     return parquet, csv
-
-
-def find_event_logs(run_dir: str | os.PathLike[str],
-                    pattern: str = "*.events.jsonl") -> list[Path]:
-    """Every event log of a run (``pattern`` matched recursively), merged log excluded."""
-    return sorted(p for p in Path(run_dir).rglob(pattern) if p.name != "events.jsonl")
-
-
-def merge_event_logs(paths: Iterable[str | os.PathLike[str]],
-                     out_path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """Merge JSONL event logs into one list ordered by ``monotonic_s`` and write it.
-
-    Args:
-        paths: the logs (controller, platform, replicas, producer), in any order; ties in
-            ``monotonic_s`` keep the order of ``paths`` then of lines. ``out_path`` itself is
-            skipped if listed. A torn last line is skipped (see ``read_events``).
-        out_path: the merged JSONL file (default: ``events.jsonl`` beside the first log).
-
-    Returns:
-        The records, as dicts, ordered by ``monotonic_s`` (seconds).
-
-    Raises:
-        ConfigError: a record lacks ``monotonic_s`` (file and line number given).
-    """
-    paths = [Path(p) for p in paths]
-    if out_path is None and not paths:
-        return []
-    out = Path(out_path) if out_path is not None else paths[0].parent / "events.jsonl"
-    records: list[dict[str, Any]] = []
-    for path in paths:
-        if path.resolve() == out.resolve():
-            continue
-        for number, record in enumerate(read_events(path), start=1):
-            if not isinstance(record, dict) or "monotonic_s" not in record:
-                raise ConfigError(f"{path}: record {number} {record!r} lacks 'monotonic_s'; "
-                                  "write events with EventLog.emit")
-            records.append(record)
-    records.sort(key=lambda r: float(r["monotonic_s"]))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with open(tmp, "w") as fh:
-        for record in records:
-            fh.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
-    os.replace(tmp, out)
-    return records

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..clock import Clock, RealClock
+from ..contract.rundir import RunDir
 from ..errors import ConfigError, ReplicaError
 from ..eventlog import EventLog
 from ..kafka.embedded import free_port
@@ -88,7 +89,7 @@ class LocalDeployment(StartStop):
 
     Args:
         template: the pod template as a process.
-        run_dir: directory for replica logs, event logs and the shared store.
+        run_dir: the run directory (or its path): replica logs, event logs, the shared store.
         graceful: False makes scale-down SIGKILL at once (experiment 6's "no graceful drain").
         clock: time source for event timestamps.
 
@@ -102,7 +103,8 @@ class LocalDeployment(StartStop):
         ...     deployment.wait_ready(3, within_s=60)
     """
 
-    def __init__(self, template: ReplicaTemplate, run_dir: str | Path, *, graceful: bool = True,
+    def __init__(self, template: ReplicaTemplate, run_dir: RunDir | str | Path, *,
+                 graceful: bool = True,
                  clock: Clock | None = None, name: str = "lagscale-consumer"):
         if template.termination_grace_period_s < 0:
             raise ConfigError(f"'terminationGracePeriodSeconds': "
@@ -111,11 +113,12 @@ class LocalDeployment(StartStop):
             raise ConfigError("'containers[0].command': empty; give the replica command")
         self.template = template
         self.name = name
-        self.run_dir = Path(run_dir)
-        self.store_dir = self.run_dir / "store"
+        self.layout = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+        self.run_dir = self.layout.root
+        self.store_dir = self.layout.store
         self.graceful = graceful
         self.clock = clock or RealClock()
-        self.events = EventLog(self.run_dir / "platform.events.jsonl", source="platform",
+        self.events = EventLog(self.layout.source_events("platform"), source="platform",
                                clock=self.clock)
         self.desired_replicas = 0
         self._replicas: list[Replica] = []
@@ -174,6 +177,21 @@ class LocalDeployment(StartStop):
         """``127.0.0.1:<port>`` of every live replica (Prometheus file service discovery)."""
         return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()]
 
+    def kill_replica(self, replica_id: str, signum: int) -> None:
+        """Send ``signum`` to the process group of live replica ``replica_id`` (writes
+        ``replica_signalled``); if it exits, the monitor replaces it as a ReplicaSet would.
+
+        Raises:
+            ConfigError: no live replica has that id (the message lists the live ones).
+        """
+        live = {r.replica_id: r for r in self.replicas()}
+        replica = live.get(replica_id)
+        if replica is None:
+            raise ConfigError(f"kill_replica: replica_id {replica_id!r} is not a live replica; "
+                              f"live: {', '.join(live) or 'none'}")
+        self.events.emit("replica_signalled", replica_id=replica_id, signal=int(signum))
+        replica.process.signal(signum)
+
     def wait_ready(self, n: int, within_s: float) -> float:
         """Block until ``n`` replicas are ready; returns seconds waited.
 
@@ -215,13 +233,14 @@ class LocalDeployment(StartStop):
     def _start_replica(self) -> Replica:
         replica_id = f"replica-{self._next_index:04d}"
         self._next_index += 1
-        directory = self.run_dir / "replicas" / replica_id
+        directory = self.layout.replica_dir(replica_id)
         directory.mkdir(parents=True, exist_ok=True)
         port = free_port()
         argv = [*self.template.argv, "--replica-id", replica_id, "--metrics-port", str(port),
-                "--event-log", str(directory / "events.jsonl"), "--store", str(self.store_dir)]
+                "--event-log", str(self.layout.replica_events(replica_id)),
+                "--store", str(self.store_dir)]
         process = ManagedProcess(replica_id, argv, env=self.template.env,
-                                 log_path=directory / "output.log")
+                                 log_path=self.layout.replica_log(replica_id))
         try:
             process.start()
         except Exception as exc:

@@ -42,22 +42,35 @@ def _mark(ax, spike: tuple[float, float] | None, steps: Sequence[ScaleStep]) -> 
                    linestyle="-" if step.direction == "up" else ":")
 
 
+def _mark_actions(axes: Sequence, actions: Sequence[tuple[float, str]]) -> None:
+    """A black dash-dot line per scheduled action, labelled at the top of the first panel."""
+    for t_s, label in actions:
+        for ax in axes:
+            ax.axvline(t_s, color="black", linewidth=1.1, linestyle="-.")
+        axes[0].annotate(label, xy=(t_s, 1.0), xycoords=("data", "axes fraction"),
+                         xytext=(3, -3), textcoords="offset points", rotation=90,
+                         va="top", ha="left", fontsize=8)
+
+
 def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
                        spike: tuple[float, float] | None = None,
                        steps: Sequence[ScaleStep] | None = None,
+                       actions: Sequence[tuple[float, str]] = (),
                        title: str = "lagscale timeline") -> Path:
     """Draw the run's timeline and write it as a PNG.
 
     Top panel: total lag (records, left axis) and group consume rate (records/s, right axis).
     Bottom panel: desired and ready replicas. Both share the time axis (seconds since run
-    start); the spike window is shaded and each scale step is a vertical line (solid up,
-    dotted down).
+    start); the spike window is shaded, each scale step is a vertical line (solid up,
+    dotted down) and each scheduled action a labelled dash-dot line.
 
     Args:
         timeline: the timeline table (one row per 1 s step; see ``analyze.tables``).
         path: the PNG to write (parents created).
         spike: ``(start_s, end_s)`` of the spike, or None.
         steps: scale steps to mark; default ``scale_steps(timeline)``.
+        actions: ``(t_s, label)`` of each scheduled action run (e.g. ``increase_partitions
+            to=16``), seconds since run start.
         title: figure title.
 
     Returns:
@@ -76,6 +89,7 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
     for ax in (lag_ax, rep_ax):
         _mark(ax, spike, steps)
         ax.grid(alpha=0.3)
+    _mark_actions((lag_ax, rep_ax), actions)
     rep_ax.legend(loc="upper left")
     rep_ax.set_xlabel("time since run start (s)")
     fig.suptitle(title)

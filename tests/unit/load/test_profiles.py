@@ -106,12 +106,12 @@ BAD = [
         id="kind-not-a-string"),
     pytest.param(Case(raw={**STEP, "spike_mult": 3}, expected=[
         "'spike_mult': unknown key (value 3); allowed: keys kind, seed, partitions, duration_s, "
-        "topic, name, description, entities, zipf_s, baseline_rate_per_s, spike_multiplier, "
+        "topic, name, description, entities, zipf_s, actions, baseline_rate_per_s, spike_multiplier, "
         "spike_start_s, spike_hold_s for kind 'step'; source: p.yaml at spike_mult; rename it "
         "to 'spike_multiplier'"]), id="unknown-key-with-suggestion"),
     pytest.param(Case(raw={**STEP, "duty_cycle": 0.5}, expected=[
         "'duty_cycle': 0.5 is set but kind 'step' does not use it; allowed: keys kind, seed, "
-        "partitions, duration_s, topic, name, description, entities, zipf_s, "
+        "partitions, duration_s, topic, name, description, entities, zipf_s, actions, "
         "baseline_rate_per_s, spike_multiplier, spike_start_s, spike_hold_s for kind 'step'; "
         "source: p.yaml at duty_cycle; remove 'duty_cycle' or set kind to 'bursty'"]),
         id="key-of-another-kind"),

@@ -1,0 +1,120 @@
+"""Actions scheduled at times of a run: the registry, the planning check and the scheduler.
+
+A profile lists them (``actions: [{at_s: 120, action: increase_partitions, to: 16}]``) and a
+test may add more through ``lagscale_run(actions=...)``. Each runs on the runner's clock, is
+written to ``runner.events.jsonl`` as an ``action`` event (or ``action_failed``) and is marked on
+the timeline PNG. A new action is one module plus one line in :data:`ACTIONS`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ...errors import ConfigError
+from .base import ActionContext, PlanFacts, ScheduledAction
+from .increase_partitions import IncreasePartitions
+from .kill_replica import KillReplica
+from .switch_policy import SwitchPolicy
+
+#: Every action a profile may schedule, by name.
+ACTIONS: dict[str, type] = {
+    IncreasePartitions.name: IncreasePartitions,
+    KillReplica.name: KillReplica,
+    SwitchPolicy.name: SwitchPolicy,
+}
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """One checked action and its time (seconds after the load start)."""
+
+    at_s: float
+    action: Any
+
+
+def plan_actions(specs: Iterable[Any], facts: PlanFacts) -> tuple[Scheduled, ...]:
+    """Check ``specs`` (:class:`~pytest_lagscale.load.profiles.ActionSpec`) against the registry.
+
+    Raises:
+        ConfigError: every unknown action and bad parameter, one line each.
+    """
+    out, problems = [], []
+    for i, spec in enumerate(sorted(specs, key=lambda s: s.at_s)):
+        where = f"actions[{i}]"
+        kind = ACTIONS.get(spec.action)
+        if kind is None:
+            problems.append(f"{where}.action: {spec.action!r} is not an action; allowed: "
+                            f"{', '.join(sorted(ACTIONS))}; use one of those")
+            continue
+        try:
+            action = kind.from_params(spec.params, where, facts)
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        out.append(Scheduled(spec.at_s, action))
+        if isinstance(action, IncreasePartitions):  # a later increase must grow it further
+            facts = PlanFacts(action.to, facts.max_partitions)
+    if problems:
+        raise ConfigError(problems)
+    return tuple(out)
+
+
+class ActionScheduler:
+    """Runs scheduled actions at ``start_s + at_s`` on a clock, in a thread.
+
+    Args:
+        scheduled: from :func:`plan_actions`, ordered by time.
+        context: the run's parts.
+        events: the runner's event log (``action`` / ``action_failed`` events).
+        clock: the runner's clock; ``start_s`` is the load start on it (monotonic seconds).
+    """
+
+    def __init__(self, scheduled: tuple[Scheduled, ...], context: ActionContext, events: Any,
+                 clock: Any, start_s: float):
+        self.scheduled, self.context, self.events = scheduled, context, events
+        self.clock, self.start_s = clock, start_s
+        self.done: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="lagscale-actions", daemon=True)
+
+    def __enter__(self) -> "ActionScheduler":
+        if self.scheduled:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        for item in self.scheduled:
+            while not self._stop.is_set():
+                delay = self.start_s + item.at_s - self.clock.now()
+                if delay <= 0:
+                    break
+                self._stop.wait(min(delay, 0.05))
+            if self._stop.is_set():
+                return
+            self.run_one(item)
+
+    def run_one(self, item: Scheduled) -> None:
+        """Run one action now and write its event."""
+        base = {"action": item.action.name, "label": item.action.label(),
+                "scheduled_s": item.at_s}
+        try:
+            fields = item.action.run(self.context)
+        except Exception as exc:  # recorded, and raised by the runner after the load
+            error = f"{type(exc).__name__}: {exc}"
+            self.errors.append(f"{item.action.label()} at {item.at_s:g} s: {error}")
+            self.events.emit("action_failed", **base, error=error)
+            return
+        self.done.append({**base, **fields})
+        self.events.emit("action", **base, **fields)
+
+
+__all__ = ["ACTIONS", "ActionContext", "ActionScheduler", "PlanFacts", "Scheduled",
+           "ScheduledAction", "plan_actions"]

@@ -1,0 +1,81 @@
+"""What a scheduled action is: a :class:`ScheduledAction` run at a time of the run, given an
+:class:`ActionContext` (the run's parts) and returning the fields of its ``action`` event.
+
+One module per action, registered in :data:`pytest_lagscale.experiment.actions.ACTIONS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """What an action's parameters are checked against when the run is planned.
+
+    Attributes:
+        partitions: the topic's partition count at the load start.
+        max_partitions: the most partitions the topic may have (1024).
+    """
+
+    partitions: int
+    max_partitions: int = 1024
+
+
+@dataclass
+class ActionContext:
+    """The run's live parts, as an action sees them.
+
+    Attributes:
+        admin: a :class:`~pytest_lagscale.kafka.admin.KafkaAdmin` of the run's broker.
+        topic: the run's topic; group: its consumer group.
+        platform: the scaled Deployment (:class:`~pytest_lagscale.platform.base.Platform`).
+        autoscaler: the running :class:`~pytest_lagscale.platform.autoscaler.LocalAutoscaler`.
+        cluster: the Kafka cluster provider.
+        build_policy: ``build_policy(ref) -> ScalingPolicy`` for a policy name or YAML path.
+        now_s: the runner's clock reading (monotonic seconds).
+    """
+
+    admin: Any
+    topic: str
+    group: str
+    platform: Any
+    autoscaler: Any
+    cluster: Any
+    build_policy: Callable[[str], Any]
+    now_s: Callable[[], float]
+
+
+@runtime_checkable
+class ScheduledAction(Protocol):
+    """An action at a time of the run.
+
+    ``name`` is its key in profiles (``action: increase_partitions``); :meth:`from_params`
+    checks the entry's parameters when the run is planned (nothing is started yet).
+    """
+
+    name: ClassVar[str]
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], where: str,
+                    facts: PlanFacts) -> "ScheduledAction":
+        """Build from a profile entry's parameters.
+
+        Raises:
+            ConfigError: one line per bad or unknown parameter, naming ``where`` (e.g.
+                ``actions[0].to``), the value and the allowed range.
+        """
+
+    def label(self) -> str:
+        """Short text for the timeline PNG and summaries, e.g. ``increase_partitions to=16``."""
+
+    def run(self, ctx: ActionContext) -> dict[str, Any]:
+        """Do it; returns the fields of its ``action`` event. Raises on failure."""
+
+
+def unknown_params(params: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> list[str]:
+    """One problem line per parameter not in ``allowed``."""
+    return [f"{where}.{key}: {value!r} is not a parameter of this action; allowed: "
+            f"{', '.join(allowed) or 'none'}; remove it" for key, value in params.items()
+            if key not in allowed]
