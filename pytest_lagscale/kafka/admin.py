@@ -21,6 +21,7 @@ from confluent_kafka import (ConsumerGroupTopicPartitions, KafkaError, KafkaExce
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from ..errors import BrokerError
+from .client_log import librdkafka_config, serve_logs
 
 DEFAULT_TOPIC = "events"
 DEFAULT_PARTITIONS = 24
@@ -88,7 +89,7 @@ class KafkaAdmin:
         self.bootstrap_servers = bootstrap_servers
         self.timeout_s = timeout_s
         self._client = AdminClient({"bootstrap.servers": bootstrap_servers,
-                                    **dict(client_config or {})})
+                                    **dict(client_config or {}), **librdkafka_config()})
 
     # -- topics --------------------------------------------------------------------------
     def create_topic(self, topic: str = DEFAULT_TOPIC, partitions: int = DEFAULT_PARTITIONS,
@@ -240,6 +241,7 @@ class KafkaAdmin:
 
         deadline = time.monotonic() + self.timeout_s
         while True:
+            serve_logs(self._client)  # librdkafka's lines so far -> client_log.LOGGER
             try:
                 return call()
             except KafkaException as exc:
