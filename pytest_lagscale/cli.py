@@ -6,7 +6,9 @@ with code 2 and one line per problem, before anything is started.
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Optional
 
 import typer
 
@@ -30,13 +32,31 @@ def fail_usage(exc: ConfigError) -> "typer.Exit":
 
 @app.command()
 def cleanup(
-    run_id: str = typer.Argument(..., help="Run id (LAGSCALE_RUN_ID) whose processes to reap"),
+    run_id: Optional[str] = typer.Argument(
+        None, help="Run id (LAGSCALE_RUN_ID) whose processes to reap. Default: every run whose "
+        "harness is gone"),
 ) -> None:
-    """Kill every process group a crashed harness run left behind."""
-    from .process import reap_run
+    """Kill every process group a crashed harness run left behind.
 
-    pgids = reap_run(run_id)
-    typer.echo(f"reaped {len(pgids)} process group(s): {' '.join(map(str, pgids)) or '-'}")
+    RUN_ID: that run's processes, whether its harness lives or not.
+
+    No argument: every run whose harness process is gone (dead, or its pid reused).
+
+    A reaped run's pid directory is deleted.
+    """
+    from .process import reap_gone_runs, reap_run
+
+    if run_id is not None:
+        typer.echo(f"reaped {_groups(reap_run(run_id))}")
+        return
+    runs = reap_gone_runs()
+    for rid, pgids in runs.items():
+        typer.echo(f"run {rid}: harness gone; reaped {_groups(pgids)}; pid directory removed")
+    typer.echo(f"{len(runs)} run(s) with a gone harness reaped")
+
+
+def _groups(pgids: list[int]) -> str:
+    return f"{len(pgids)} process group(s): {' '.join(map(str, pgids)) or '-'}"
 
 
 # Sub-commands living next to the code they drive register themselves here.
@@ -46,16 +66,37 @@ from .report import cli as _report_cli  # noqa: E402,F401  (registers `compare`)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    from .process import stop_all
+    """Console-script entry point.
+
+    SIGTERM and SIGHUP (the terminal running ``lagscale`` was closed) unwind like Ctrl-C: the
+    main thread raises KeyboardInterrupt, so every context manager stops what it started, and
+    :func:`~pytest_lagscale.process.stop_all` stops whatever is left.
+    """
     import signal
 
-    def _on_sigterm(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    from .process import stop_all
 
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    def _interrupt(signum: int, frame: object) -> None:
+        if signum == signal.SIGHUP:
+            _detach_terminal()  # writes to a hung-up terminal fail (EIO) and would cut cleanup
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     try:
         app()
     except KeyboardInterrupt:
         stop_all()
         sys.exit(130)
+
+
+def _detach_terminal() -> None:
+    """Point stdout and stderr at /dev/null where they are a terminal (files and pipes keep
+    their output)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)

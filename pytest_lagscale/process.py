@@ -3,15 +3,24 @@
 Every process pytest-lagscale starts (broker, replicas, Prometheus, perf tools) goes through
 :class:`ManagedProcess`: it runs in a new session (so its process group id equals its pid and
 ``os.killpg`` reaches everything it forks), carries the run id in ``LAGSCALE_RUN_ID``, writes a
-pid file under ``~/.cache/pytest-lagscale/pids/<run id>/`` and is stopped at interpreter exit if
-nobody stopped it before. ``lagscale cleanup`` reaps what a killed harness left behind by run id.
+pid file under ``~/.cache/pytest-lagscale/pids/<run id>/`` (next to a record of the harness: pid
+and start time, see :mod:`pytest_lagscale.pidfiles`) and is stopped at interpreter exit if nobody
+stopped it before. The directory goes when the harness's last child stops.
+
+Every child is forked by one long-lived spawner thread and started under ``setpriv --pdeathsig
+TERM``: the kernel's parent-death signal fires when the *thread* that forked exits, so whatever
+thread asks (the autoscaler's starts replicas), the child gets SIGTERM when the harness dies,
+SIGKILL included. ``lagscale cleanup`` reaps what is left behind by run id, or every run whose
+harness is gone.
 """
 
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import logging
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -22,6 +31,7 @@ from collections import deque
 from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
+from . import pidfiles
 from .contract.paths import cache_dir
 from .errors import LagscaleError
 from .lifecycle import StartStop
@@ -101,7 +111,7 @@ class ManagedProcess(StartStop):
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             out = open(self.log_path, "ab")  # noqa: SIM115 - closed after Popen copies the fd
         try:
-            self.popen = subprocess.Popen(
+            self.popen = _spawner.popen(
                 _with_parent_death_signal(self.argv),
                 env=env,
                 cwd=self.cwd,
@@ -119,7 +129,7 @@ class ManagedProcess(StartStop):
                 out.close()
         with _registry_lock:
             _live[self.popen.pid] = self
-        self._write_pid_file()
+            self._write_pid_file()
         log.debug("%s: started pid %d: %s", self.name, self.popen.pid, " ".join(self.argv))
         return self
 
@@ -186,8 +196,10 @@ class ManagedProcess(StartStop):
         self.stop_outcome = outcome
         with _registry_lock:
             _live.pop(self.popen.pid, None)
-        if self._pid_file is not None:
-            self._pid_file.unlink(missing_ok=True)
+            if self._pid_file is not None:
+                self._pid_file.unlink(missing_ok=True)
+                if not _live:  # the harness's last child: its pid directory goes too
+                    pidfiles.release(self._pid_file.parent)
         log.info("%s: stopped pid %d (%s, exit %s)", self.name, self.popen.pid, outcome,
                  self.popen.returncode)
         return outcome
@@ -207,28 +219,85 @@ class ManagedProcess(StartStop):
         return f"ManagedProcess({self.name!r}, pid={pid})"
 
     def _write_pid_file(self) -> None:
+        """Record the harness (once per directory) and this child; called under the lock."""
         try:
             d = pid_dir()
-            d.mkdir(parents=True, exist_ok=True)
-            self._pid_file = d / f"{self.name}.{self.pid}.pid"
-            self._pid_file.write_text(f"{self.pid}\n{' '.join(self.argv)}\n")
+            pidfiles.record_harness(d)
+            self._pid_file = pidfiles.write_pid_file(d, self.name, self.pid, self.argv)
         except OSError:  # pid files are a convenience for `lagscale cleanup`
             self._pid_file = None
+
+
+_SpawnRequest = tuple["concurrent.futures.Future[subprocess.Popen[bytes]]", list[str],
+                      dict[str, object]]
+
+
+class _Spawner:
+    """The one thread that forks every child, alive until the interpreter exits.
+
+    ``PR_SET_PDEATHSIG`` fires when the thread that forked the child exits, not the process:
+    a replica forked by the autoscaler's thread would get SIGTERM whenever that thread ended (so
+    before this spawner such children went without the signal, and outlived a SIGKILLed
+    harness). One daemon thread that never returns makes the signal mean "the harness died".
+    """
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[_SpawnRequest] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def popen(self, argv: list[str], **kwargs: object) -> "subprocess.Popen[bytes]":
+        """``subprocess.Popen(argv, **kwargs)`` run by the spawner thread; raises what it
+        raises."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():  # first use, or after fork
+                self._requests = queue.SimpleQueue()
+                self._thread = threading.Thread(target=self._serve, name="lagscale-spawner",
+                                                daemon=True)
+                self._thread.start()
+        done: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
+        self._requests.put((done, argv, kwargs))
+        try:
+            return done.result()
+        except BaseException:  # e.g. Ctrl-C while waiting: nobody will own the child, kill it
+            done.add_done_callback(_kill_unclaimed)
+            raise
+
+    def _serve(self) -> None:
+        while True:  # never returns: the thread's exit would signal every child
+            done, argv, kwargs = self._requests.get()
+            try:
+                done.set_result(subprocess.Popen(argv, **kwargs))  # type: ignore[call-overload]
+            except BaseException as exc:  # handed to the caller, never ends the thread
+                done.set_exception(exc)
+
+
+def _kill_unclaimed(done: "concurrent.futures.Future[subprocess.Popen[bytes]]") -> None:
+    if done.exception() is None:
+        popen = done.result()
+        try:
+            os.killpg(popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        popen.wait()
+
+
+_spawner = _Spawner()
 
 
 def _with_parent_death_signal(argv: list[str]) -> list[str]:
     """Prefix ``argv`` so the child gets SIGTERM if the harness dies without cleaning up.
 
-    A harness killed with SIGKILL runs no atexit handler; ``PR_SET_PDEATHSIG`` (set by
-    util-linux ``setpriv --pdeathsig``) makes the kernel signal the child instead. The signal
-    fires when the *thread* that forked exits, so it is only set for children started from the
-    main thread; others rely on :func:`stop_all` and ``lagscale cleanup``.
+    A harness killed with SIGKILL (or hung up before its handler ran) runs no atexit handler;
+    ``PR_SET_PDEATHSIG`` (set by util-linux ``setpriv --pdeathsig``) makes the kernel signal the
+    child instead. It fires when the forking *thread* exits, hence :class:`_Spawner`. Without
+    setpriv the child relies on :func:`stop_all` and ``lagscale cleanup``.
 
     Raises:
         OSError: the executable does not exist (checked here, since setpriv would exec it).
     """
     setpriv = shutil.which("setpriv")
-    if setpriv is None or threading.current_thread() is not threading.main_thread():
+    if setpriv is None:
         return argv
     if shutil.which(argv[0]) is None:
         raise FileNotFoundError(2, "No such file or directory", argv[0])
@@ -288,22 +357,17 @@ def stop_all(timeout_s: float = 5.0) -> None:
 
 
 def reap_run(rid: str, timeout_s: float = 5.0) -> list[int]:
-    """Kill every process group recorded for run ``rid`` or carrying it in its environment.
+    """Kill every process group recorded for run ``rid`` or carrying it in its environment,
+    then delete the run's pid directory.
 
-    Used by ``lagscale cleanup`` after a harness was killed with SIGKILL.
+    Used by ``lagscale cleanup`` after a harness was killed with SIGKILL. Each group gets
+    SIGTERM, then SIGKILL after ``timeout_s`` seconds if it is still there.
 
     Returns:
-        The process group ids that were signalled.
+        The process group ids that were signalled, sorted.
     """
-    pgids: set[int] = set()
     d = pid_dir(rid)
-    if d.exists():
-        for f in d.glob("*.pid"):
-            try:
-                pgids.add(int(f.read_text().split()[0]))
-            except (OSError, ValueError, IndexError):
-                pass
-            f.unlink(missing_ok=True)
+    pgids = pidfiles.recorded_pids(d) if d.is_dir() else set()
     needle = f"{RUN_ID_ENV}={rid}".encode()
     me = os.getpid()
     for entry in Path("/proc").iterdir():
@@ -322,7 +386,25 @@ def reap_run(rid: str, timeout_s: float = 5.0) -> list[int]:
             continue
     for pgid in pgids:
         _wait_group_gone(pgid, timeout_s)
+    pidfiles.remove(d)
     return sorted(pgids)
+
+
+def reap_gone_runs(timeout_s: float = 5.0) -> dict[str, list[int]]:
+    """:func:`reap_run` every run under the pid root whose harness is gone (dead, a zombie,
+    or its pid reused: :func:`pytest_lagscale.pidfiles.harness_gone`); runs whose harness lives
+    are left alone.
+
+    Args:
+        timeout_s: seconds between SIGTERM and SIGKILL for each process group.
+
+    Returns:
+        ``{run id: signalled process group ids}`` for every run reaped (its pid directory is
+        deleted), in run-id order.
+    """
+    root = cache_dir() / "pids"
+    runs = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+    return {d.name: reap_run(d.name, timeout_s) for d in runs if pidfiles.harness_gone(d)}
 
 
 atexit.register(stop_all)

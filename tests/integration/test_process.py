@@ -64,10 +64,11 @@ def test_missing_executable_is_a_clear_error() -> None:
 
 def test_reap_run_kills_processes_of_a_dead_harness_by_run_id(tmp_path) -> None:
     # A harness (child python) starts a grandchild group, then dies by SIGKILL without cleanup.
-    # Started from a worker thread, so no parent-death signal protects it: only reaping can.
+    # The grandchild ignores SIGTERM, so the parent-death signal leaves it: only reaping stops it.
     script = ("import os, threading; from pytest_lagscale.process import ManagedProcess; "
-              "t = threading.Thread(target=lambda: print(ManagedProcess('orphan', ['sleep', '120'])"
-              ".start().pid, flush=True)); t.start(); t.join(); os.kill(os.getpid(), 9)")
+              "t = threading.Thread(target=lambda: print(ManagedProcess('orphan', ['bash', '-c', "
+              "\"trap '' TERM; exec sleep 120\"]).start().pid, flush=True)); t.start(); t.join(); "
+              "os.kill(os.getpid(), 9)")
     env = {**os.environ, "LAGSCALE_RUN_ID": "reaptest0001",
            "LAGSCALE_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,

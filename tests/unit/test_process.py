@@ -1,0 +1,119 @@
+"""The pid directory's bookkeeping: harness records, the harness-gone decision, removal, and
+``reap_gone_runs`` over a pid root (files only; no process is started)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_lagscale import pidfiles
+from pytest_lagscale.process import reap_gone_runs
+
+NO_SUCH_PID = 4_194_305  # above Linux's largest pid_max: never a live process
+ME = os.getpid()
+
+
+def test_start_ticks_of_this_process_and_of_no_process() -> None:
+    assert isinstance(pidfiles.process_start_ticks(ME), int)
+    assert pidfiles.process_start_ticks(NO_SUCH_PID) is None
+
+
+def test_record_harness_writes_pid_and_start_time_once(tmp_path) -> None:
+    record = pidfiles.record_harness(tmp_path / "run")
+    assert record == pidfiles.HarnessRecord(ME, pidfiles.process_start_ticks(ME))
+    assert (tmp_path / "run" / f"harness.{ME}").read_text() == f"{ME} {record.start_ticks}\n"
+    assert pidfiles.record_harness(tmp_path / "run") == record
+    assert pidfiles.harness_records(tmp_path / "run") == [record]
+
+
+def _dir_with(tmp_path: Path, *records: tuple[int, int]) -> Path:
+    d = tmp_path / "run"
+    d.mkdir()
+    for pid, ticks in records:
+        (d / f"harness.{pid}").write_text(f"{pid} {ticks}\n")
+    return d
+
+
+@pytest.mark.parametrize(
+    ("records", "live", "gone"),
+    [
+        pytest.param([(100, 7)], {100: 7}, False, id="pid-runs-started-at-recorded-tick"),
+        pytest.param([(100, 7)], {}, True, id="pid-dead-or-zombie"),
+        pytest.param([(100, 7)], {100: 8}, True, id="pid-reused-by-a-later-process"),
+        pytest.param([], {100: 7}, True, id="no-record"),
+        pytest.param([(100, 7), (200, 9)], {200: 9}, False, id="one-nested-harness-alive"),
+        pytest.param([(100, 7), (200, 9)], {100: 6, 200: 8}, True, id="all-reused"),
+    ],
+)
+def test_harness_gone_decision(tmp_path, records, live, gone) -> None:
+    d = _dir_with(tmp_path, *records)
+    assert pidfiles.harness_gone(d, start_ticks=live.get) is gone
+
+
+def test_harness_gone_with_real_start_times(tmp_path) -> None:
+    ticks = pidfiles.process_start_ticks(ME)
+    assert pidfiles.harness_gone(_dir_with(tmp_path, (ME, ticks))) is False
+    (tmp_path / "run" / f"harness.{ME}").write_text(f"{ME} {ticks - 1}\n")
+    assert pidfiles.harness_gone(tmp_path / "run") is True
+
+
+def test_malformed_records_are_skipped(tmp_path) -> None:
+    d = _dir_with(tmp_path, (100, 7))
+    (d / "harness.x").write_text("not numbers\n")
+    assert pidfiles.harness_records(d) == [pidfiles.HarnessRecord(100, 7)]
+
+
+def test_release_removes_the_record_and_the_empty_directory(tmp_path) -> None:
+    d = _dir_with(tmp_path, (ME, 7))
+    assert pidfiles.release(d) is True
+    assert not d.exists()
+    assert pidfiles.release(d) is True  # already gone: no error
+
+
+@pytest.mark.parametrize("leftover", ["replica-0001.4242.pid", "harness.4242"],
+                         ids=["a-child-still-recorded", "a-nested-harness"])
+def test_release_keeps_a_directory_something_else_still_uses(tmp_path, leftover) -> None:
+    d = _dir_with(tmp_path, (ME, 7))
+    (d / leftover).write_text("4242 1\n")
+    assert pidfiles.release(d) is False
+    assert sorted(p.name for p in d.iterdir()) == [leftover]
+
+
+def test_pid_files_round_trip_and_remove_deletes_only_ours(tmp_path) -> None:
+    d = tmp_path / "run"
+    path = pidfiles.write_pid_file(d, "kafka", 4242, ["java", "-cp", "x"])
+    assert path.read_text() == "4242\njava -cp x\n"
+    pidfiles.record_harness(d)
+    assert pidfiles.recorded_pids(d) == {4242}
+    pidfiles.remove(d)
+    assert not d.exists()
+    pidfiles.write_pid_file(d, "kafka", 4242, ["java"])
+    (d / "notes.txt").write_text("a human's file")
+    pidfiles.remove(d)
+    assert sorted(p.name for p in d.iterdir()) == ["notes.txt"]
+
+
+def test_reap_gone_runs_reaps_dead_harnesses_and_leaves_live_ones(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(tmp_path))
+    root = tmp_path / "pids"
+    gone = root / "gone00000001"
+    pidfiles.write_pid_file(gone, "replica-0001", NO_SUCH_PID, ["python", "-m", "x"])
+    (gone / f"harness.{NO_SUCH_PID}").write_text(f"{NO_SUCH_PID} 1\n")
+    stale = root / "stale0000001"  # an empty directory an older version left behind
+    stale.mkdir(parents=True)
+    alive = root / "alive0000001"
+    pidfiles.record_harness(alive)
+    pidfiles.write_pid_file(alive, "kafka", NO_SUCH_PID, ["java"])
+
+    reaped = reap_gone_runs(timeout_s=0.1)
+
+    assert reaped == {"gone00000001": [NO_SUCH_PID], "stale0000001": []}
+    assert sorted(p.name for p in root.iterdir()) == ["alive0000001"]
+    assert pidfiles.recorded_pids(alive) == {NO_SUCH_PID}
+
+
+def test_reap_gone_runs_without_a_pid_root(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(tmp_path / "nothing-here"))
+    assert reap_gone_runs() == {}
