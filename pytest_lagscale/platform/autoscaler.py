@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
@@ -42,6 +42,7 @@ from .local import CpuSampler
 __all__ = ["ControllerMetrics", "LagSource", "LocalAutoscaler", "ScaledDeployment"]
 
 
+@runtime_checkable
 class ScaledDeployment(Protocol):
     """What the autoscaler reads and sets on the Deployment it scales (a subset of the
     platform's ``Platform``): replica counts, the replicas (for CPU) and ``scale``."""
@@ -111,6 +112,8 @@ class LocalAutoscaler(StartStop):
         clock: time source (``RealClock`` in runs, ``FakeClock`` in tests).
         cpu_request_millicores: per-replica CPU request, for policies that need CPU.
         name: object name in metric labels (default: the policy's ``metrics_name``).
+        cpu_sampler: ``sample(replicas, now_s) -> {replica_id: millicores}`` (default: a
+            :class:`~pytest_lagscale.platform.local.CpuSampler` of the replicas' processes).
 
     Attributes:
         decisions: every step applied so far, in order.
@@ -122,7 +125,7 @@ class LocalAutoscaler(StartStop):
     def __init__(self, policy: ScalingPolicy, deployment: ScaledDeployment,
                  lag_source: LagSource | None, event_log_path: str | Path, *,
                  clock: Clock | None = None, cpu_request_millicores: int | None = None,
-                 name: str | None = None):
+                 name: str | None = None, cpu_sampler: Any = None):
         self.policy = policy
         self.deployment = deployment
         self.lag_source = lag_source
@@ -131,7 +134,7 @@ class LocalAutoscaler(StartStop):
         name = name or policy.metrics_name
         self.metrics = ControllerMetrics(name, f"keda-hpa-{name}")
         self.cpu_request_millicores = cpu_request_millicores
-        self._cpu = CpuSampler() if cpu_request_millicores else None
+        self._cpu = (cpu_sampler or CpuSampler()) if cpu_request_millicores else None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -42,11 +42,15 @@ class CountingDeployment:
 class ScriptedLag:
     """Total lag set by the test, spread evenly over 8 partitions."""
 
+    name = "scripted"
+
     def __init__(self) -> None:
         self.total = 0
         self.fail = False
+        self.reads = 0
 
     def read(self) -> dict[int, tuple[int, int | None]]:
+        self.reads += 1
         if self.fail:
             raise RuntimeError("broker unreachable")
         per = self.total // 8

@@ -1,0 +1,96 @@
+"""The policy manifest loader: kind dispatch, the lagThreshold override and the policy builder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pytest_lagscale.config.hpa import CpuHpaConfig
+from pytest_lagscale.config.policy import (
+    build_policy,
+    load_policy_manifest,
+    parse_policy_manifest,
+    with_lag_threshold,
+)
+from pytest_lagscale.config.scaledobject import ScaledObjectConfig
+from pytest_lagscale.errors import ConfigError
+
+from ._helpers import DELETE, K8S, committed, edited
+
+KINDS = "one of {'ScaledObject', 'HorizontalPodAutoscaler'}"
+KIND_FIX = "use a KEDA ScaledObject or an autoscaling/v2 HorizontalPodAutoscaler"
+
+
+@pytest.mark.parametrize(("name", "config_type", "policy_name"), [
+    pytest.param("scaledobject-ci.yaml", ScaledObjectConfig, "keda-hpa", id="scaledobject"),
+    pytest.param("hpa-cpu-ci.yaml", CpuHpaConfig, "hpa", id="cpu-hpa"),
+])
+def test_load_dispatches_on_kind_and_builds(name: str, config_type: type, policy_name: str) -> None:
+    config = load_policy_manifest(K8S / name)
+    assert type(config) is config_type and config.source == str(K8S / name)
+    policy = build_policy(config, created_at_s=5.0)
+    assert (policy.name, policy.max_replicas) == (policy_name, 8)
+
+
+@pytest.mark.parametrize(("doc", "problem"), [
+    pytest.param(edited(committed("scaledobject-ci.yaml"), (("kind",), "Deployment")),
+                 f"'kind': got 'Deployment', expected {KINDS} in p.yaml; {KIND_FIX}", id="unknown-kind"),
+    pytest.param({"apiVersion": "v1"}, f"'kind': got no value, expected {KINDS} in p.yaml; {KIND_FIX}",
+                 id="missing-kind"),
+    pytest.param(["ScaledObject"], f"'kind': got no value, expected {KINDS} in p.yaml; {KIND_FIX}",
+                 id="not-a-mapping"),
+    pytest.param(edited(committed("scaledobject-ci.yaml"), (("kind",), ["ScaledObject"])),
+                 f"'kind': got ['ScaledObject'], expected {KINDS} in p.yaml; {KIND_FIX}", id="unhashable-kind"),
+])
+def test_unknown_kind_names_kind_value_and_allowed(doc: object, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_policy_manifest(doc, source="p.yaml")
+    assert info.value.problems == [problem]
+
+
+def test_kind_dispatch_reports_the_kinds_own_problems() -> None:
+    doc = edited(committed("hpa-cpu-ci.yaml"), (("spec", "maxReplicas"), 0))
+    with pytest.raises(ConfigError) as info:
+        parse_policy_manifest(doc, source="hpa.yaml")
+    assert [line.split(":")[0] for line in info.value.problems] == ["'spec.maxReplicas'"]
+
+
+def test_with_lag_threshold_sets_every_kafka_trigger() -> None:
+    config = with_lag_threshold(load_policy_manifest(K8S / "scaledobject-ci.yaml"), 2500)
+    trigger = config.triggers[0]
+    assert (trigger.kafka.lag_threshold, trigger.metadata["lagThreshold"]) == (2500, "2500")
+    assert build_policy(config).lag_threshold_records == 2500
+
+
+@pytest.mark.parametrize("doc", [
+    pytest.param(committed("hpa-cpu-ci.yaml"), id="cpu-hpa"),
+    pytest.param(edited(committed("scaledobject-ci.yaml"),
+                        (("spec", "triggers"), [{"type": "cpu", "metricType": "Utilization",
+                                                 "metadata": {"value": "70"}}]),
+                        (("spec", "fallback"), DELETE)), id="cpu-only-scaledobject"),
+])
+def test_with_lag_threshold_needs_a_lag_trigger(doc: dict) -> None:
+    config = parse_policy_manifest(doc, source="p.yaml")
+    with pytest.raises(ConfigError) as info:
+        with_lag_threshold(config, 10)
+    assert info.value.problems == ["--lag-threshold: p.yaml has no kafka trigger to override; drop "
+                                   "--lag-threshold or add a kafka trigger"]
+
+
+def test_build_policy_refuses_a_non_policy() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_policy(object())  # type: ignore[arg-type]
+    assert info.value.problems == [
+        "'kind': got 'object', expected one of {'ScaledObject', 'HorizontalPodAutoscaler'} in build_policy(); "
+        "load the manifest with load_policy_manifest"]
+
+
+def test_config_does_not_import_control() -> None:
+    """Dependencies point one way: control imports config, config imports control only when called."""
+    code = ("import sys, pytest_lagscale.config.policy, pytest_lagscale.config.scaledobject, "
+            "pytest_lagscale.config.hpa, pytest_lagscale.config.triggers, pytest_lagscale.config.kafka_trigger; "
+            "print(sorted(m for m in sys.modules if m.startswith('pytest_lagscale.control')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
+    assert out.stdout.strip() == "[]"
