@@ -171,7 +171,7 @@ def _choices(flag: str, dest: str, choices: tuple[str, ...], help: str, default:
 #: Every run option, in the order ``--help`` lists them.
 RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("profile", "profile", "Traffic profile: a bundled name (spike, spike-ci, "
-              "bursty-ci, spike-demo, ...; spike resolves to spike-ci at --lagscale-scale ci) or "
+              "bursty-ci, spike-demo, ...; spike resolves to spike-ci at the ci scale) or "
               "a YAML path. Default: the test's own, else spike.", metavar="NAME|PATH"),
     RunOption("policy", "policy", "Scaling policy manifest: a KEDA ScaledObject or an "
               "autoscaling/v2 HorizontalPodAutoscaler, as a bundled name (scaledobject-ci, "
@@ -266,7 +266,7 @@ def check_run_options(values: dict[str, Any]) -> list[str]:
         problems.append(kafka)
     if values.get("policy") and values.get("scaled_object"):
         problems.append("--policy and --scaledobject both name the scaling policy; give one")
-    scale = values.get("lagscale_scale") or "ci"
+    scale = values.get("lagscale_scale") if values.get("lagscale_scale") in SCALES else "ci"
     resolvers = (("profile", lambda v: resolve_profile(v, scale)),
                  ("policy", lambda v: resolve_manifest(v, "--policy")),
                  ("scaled_object", lambda v: resolve_manifest(v, "--scaledobject")),

@@ -15,24 +15,24 @@ def test_help_lists_the_kafka_and_run_options(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines([
         "lag-based autoscaling experiments (pytest-lagscale):",
-        "*--kafka={embedded,testcontainers,external}*",
-        "*--kafka-bootstrap=HOST:PORT*",
-        "*--kafka-config=KEY=VALUE*",
-        "*--platform={local}*",
         "*--profile=NAME|PATH*",
         "*--policy=NAME|PATH*",
         "*--scaledobject=PATH*",
         "*--deployment=NAME|PATH*",
-        "*--engine={spark,arrow}*",
-        "*--graceful*",
-        "*--no-graceful*",
-        "*--settle-timeout=SECONDS*",
         "*--lag-threshold=RECORDS[[],RECORDS...[]]*",
         "*--balancer={cooperative-sticky,range,roundrobin,consumer}*",
         "*--partitions=N*",
+        "*--engine={spark,arrow}*",
+        "*--graceful*",
+        "*--no-graceful*",
+        "*--platform={local}*",
+        "*--kafka={embedded,testcontainers,external}*",
+        "*--kafka-bootstrap=HOST:PORT*",
+        "*--kafka-config=KEY=VALUE*",
         "*--lagscale-scale={ci,full}*",
         "*--lagscale-out=DIR*",
         "*--lagscale-baseline=PATH*",
+        "*--settle-timeout=SECONDS*",
     ])
     assert result.ret == 0
 
@@ -138,7 +138,8 @@ def test_lagscale_run_offers_exactly_the_run_option_table() -> None:
 
     result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert result.exit_code == 0, result.output
-    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", result.output)) - {"--help"}
+    rows = re.findall(r"^\S (--[a-z][a-z-]*)(?: +(--no-[a-z-]+))?", result.output, re.MULTILINE)
+    flags = {flag for row in rows for flag in row if flag} - {"--help"}
     assert flags == _table_flags(cli=True)
     pytest_side = {f.replace("--lagscale-", "--") for f in _table_flags(cli=False)}
     assert flags == pytest_side
@@ -174,8 +175,10 @@ _SWEEP_FIX = "comma-separated for a sweep (e.g. 1000,10000,100000)"
                      id="platform-unknown"),
         pytest.param(["--lagscale-scale=huge"],
                      "*argument --lagscale-scale: invalid choice: 'huge'*", id="scale-unknown"),
-        pytest.param(["--profile=missing.yaml"], "ERROR: --profile: 'missing.yaml' *",
-                     id="profile-missing"),
+        pytest.param(["--profile=missing.yaml"],
+                     "ERROR: '--profile': got 'missing.yaml', expected an existing profile YAML "
+                     "file or a bundled profile name (*) in the command line; pass a path to a "
+                     "profile file or one of the bundled names", id="profile-missing"),
         pytest.param(["--policy=scaledobject-ci", "--scaledobject=k8s/scaledobject-ci.yaml"],
                      "ERROR: --policy and --scaledobject both name the scaling policy; give one",
                      id="policy-and-scaledobject"),

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_lagscale.config.policy import with_lag_threshold
+from pytest_lagscale.config.scaledobject import load_scaled_object
 from pytest_lagscale.errors import ConfigError
-from pytest_lagscale.experiment.plan import plan_run, profile_spike_window, with_lag_threshold
+from pytest_lagscale.experiment.plan import plan_run, profile_spike_window
 from pytest_lagscale.experiment.progress import RunProgress, Snapshot
 from pytest_lagscale.experiment.settings import RunSettings
-from pytest_lagscale.config.scaledobject import load_scaled_object
+from pytest_lagscale.load.profiles import ActionSpec
 
 SPIKE_CI = Path("fixtures/profiles/spike-ci.yaml")
 
@@ -31,7 +33,8 @@ def test_overrides_reach_the_policy_profile_and_replica_flags() -> None:
                                 lag_threshold=2500, partitions=48, balancer="range",
                                 engine="arrow"))
     assert plan.lag_threshold == 2500
-    assert [t.kafka.lag_threshold for t in plan.scaled_object.triggers if t.kafka] == [2500]
+    assert [t.metadata["lagThreshold"] for t in plan.policy_config.triggers
+            if t.type == "kafka"] == ["2500"]
     assert plan.profile.partitions == 48
     assert plan.flag_overrides == {"--balancer": "range", "--engine": "arrow"}
     assert plan.capacity_per_s == 1600.0
@@ -40,26 +43,52 @@ def test_overrides_reach_the_policy_profile_and_replica_flags() -> None:
 def test_with_lag_threshold_needs_a_kafka_trigger() -> None:
     config = load_scaled_object("k8s/scaledobject-ci.yaml")
     cpu_only = config.__class__(**{**config.__dict__, "triggers": tuple(
-        t for t in config.triggers if t.kafka is None)})
+        t for t in config.triggers if t.type != "kafka")})
     with pytest.raises(ConfigError, match="--lag-threshold: .* has no kafka trigger"):
         with_lag_threshold(cpu_only, 10)
 
 
 def test_every_bad_setting_is_reported_at_once() -> None:
+    """Each value is checked by its run option's own parser (one definition, one message)."""
     settings = RunSettings(Path("missing.yaml"), scale="huge", lag_threshold=0, partitions=2000,
                            balancer="sticky", kafka="external", settle_timeout_s=-1)
     with pytest.raises(ConfigError) as info:
         settings.check()
-    assert info.value.problems == [
-        "--profile: 'missing.yaml' is not a readable file; give the path of a committed YAML "
-        "file",
-        "--lagscale-scale: got 'huge'; allowed: ci, full",
-        "--balancer: got 'sticky'; allowed: cooperative-sticky, range, roundrobin, consumer",
-        "--lag-threshold: got 0; allowed: an integer in [1, 10000000]",
-        "--partitions: got 2000; allowed: an integer in [1, 1024]",
-        "--settle-timeout: got -1; allowed: seconds in [0, 7200]",
-        "--kafka=external needs --kafka-bootstrap HOST:PORT",
+    assert info.value.problems[:6] == [
+        "--lagscale-scale: 'huge' is not allowed; allowed: ci, full",
+        "--balancer: 'sticky' is not allowed; allowed: cooperative-sticky, range, roundrobin, "
+        "consumer",
+        "--lag-threshold: 0 is out of range; allowed: integers in [1, 10,000,000] records, "
+        "comma-separated for a sweep (e.g. 1000,10000,100000)",
+        "--partitions: 2000 is out of range; allowed: an integer in [1, 1,024] partitions",
+        "--settle-timeout: -1.0 is out of range; allowed: seconds in [0, 7200]",
+        "--kafka=external needs --kafka-bootstrap HOST:PORT; add it or use --kafka=embedded",
     ]
+    assert info.value.problems[6:] == [
+        "'--profile': got 'missing.yaml', expected an existing profile YAML file or a bundled "
+        "profile name (bursty, bursty-ci, spike, spike-ci, spike-demo) in the command line; "
+        "pass a path to a profile file or one of the bundled names"]
+
+
+def test_a_cpu_hpa_and_a_cpu_only_scaledobject_are_runnable_policies() -> None:
+    """Experiment 1's policies: no lag trigger, so the analysis holds lag to the scale's
+    committed ScaledObject's lagThreshold."""
+    plan = plan_run(RunSettings(SPIKE_CI, policy="hpa-cpu-ci"))
+    assert (plan.policy_kind, plan.lag_threshold, plan.reference_lag_threshold) == \
+        ("hpa", None, 500)
+    assert plan.policy_name == "hpa-cpu-ci"
+    assert plan.build_policy().needs_cpu and not plan.build_policy().needs_lag
+
+
+def test_scheduled_actions_are_planned_from_the_profile_and_the_settings() -> None:
+    plan = plan_run(RunSettings(SPIKE_CI, actions=(
+        ActionSpec(100, "increase_partitions", {"to": 16}),
+        ActionSpec(30, "kill_replica", {"replica": "oldest", "signal": "SIGTERM"}))))
+    assert [(a.at_s, a.action.label()) for a in plan.actions] == [
+        (30, "kill_replica oldest SIGTERM"), (100, "increase_partitions to=16")]
+    assert plan.max_partitions == 16
+    with pytest.raises(ConfigError, match=r"actions\[0\].to: 4 is not allowed"):
+        plan_run(RunSettings(SPIKE_CI, actions=(ActionSpec(5, "increase_partitions", {"to": 4}),)))
 
 
 def test_label_names_what_differs_from_the_defaults() -> None:
