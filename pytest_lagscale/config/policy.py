@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._problems import MISSING, Problems
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pytest_lagscale.control.policy.base import ScalingPolicy
 
 #: A validated policy manifest (one of the kinds in :data:`MANIFEST_KINDS`).
-PolicyConfig = Union[ScaledObjectConfig, CpuHpaConfig]
+PolicyConfig = ScaledObjectConfig | CpuHpaConfig
 
 #: Manifest ``kind`` -> ``parse(doc, *, source) -> PolicyConfig``.
 MANIFEST_KINDS: dict[str, Callable[..., Any]] = {

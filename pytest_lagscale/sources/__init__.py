@@ -11,7 +11,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ConfigError
 from .base import GroupOffsets, LagSource

@@ -104,7 +104,6 @@ class CpuTrigger:
     @classmethod
     def with_lag_threshold(cls, settings: CpuTriggerMetadata, lag_threshold: int) -> None:
         """None: a cpu trigger has no lag target."""
-        return None
 
     def evaluate(self, observation: Observation, now_s: float) -> TriggerResult:
         """The average utilization of the observed pods (never active, never an error).

@@ -11,7 +11,8 @@ A new policy is one module here and one line in :data:`POLICIES` (plus its manif
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pytest_lagscale.control.policy.base import Decision, PolicyStep, ScalingPolicy
 from pytest_lagscale.control.policy.keda_hpa import KedaHpaPolicy

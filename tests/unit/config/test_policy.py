@@ -75,16 +75,16 @@ def test_with_lag_threshold_needs_a_lag_trigger(doc: dict) -> None:
     config = parse_policy_manifest(doc, source="p.yaml")
     with pytest.raises(ConfigError) as info:
         with_lag_threshold(config, 10)
-    assert info.value.problems == ["--lag-threshold: p.yaml has no kafka trigger to override; drop "
-                                   "--lag-threshold or add a kafka trigger"]
+    assert info.value.problems == [("--lag-threshold: p.yaml has no kafka trigger to override; drop "
+                                    "--lag-threshold or add a kafka trigger")]
 
 
 def test_build_policy_refuses_a_non_policy() -> None:
     with pytest.raises(ConfigError) as info:
         build_policy(object())  # type: ignore[arg-type]
     assert info.value.problems == [
-        "'kind': got 'object', expected one of {'ScaledObject', 'HorizontalPodAutoscaler'} in build_policy(); "
-        "load the manifest with load_policy_manifest"]
+        ("'kind': got 'object', expected one of {'ScaledObject', 'HorizontalPodAutoscaler'} in build_policy(); "
+         "load the manifest with load_policy_manifest")]
 
 
 def test_config_does_not_import_control() -> None:

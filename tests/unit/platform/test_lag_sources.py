@@ -28,8 +28,8 @@ def test_broker_source_reads_the_groups_offsets() -> None:
 def test_unknown_lag_source_names_the_kinds() -> None:
     with pytest.raises(ConfigError) as info:
         make_lag_source("prometheus", FakeAdmin(), "enrich", "events")
-    assert info.value.problems == ["'lag source': got 'prometheus', expected one of {'broker'} in "
-                                   "make_lag_source(); use 'broker'"]
+    assert info.value.problems == [("'lag source': got 'prometheus', expected one of {'broker'} in "
+                                    "make_lag_source(); use 'broker'")]
     assert list(LAG_SOURCES) == ["broker"]
 
 
