@@ -283,6 +283,7 @@ def _kill_unclaimed(done: "concurrent.futures.Future[subprocess.Popen[bytes]]") 
 
 
 _spawner = _Spawner()
+os.register_at_fork(after_in_child=_spawner.__init__)  # a forked child has no spawner thread
 
 
 def _with_parent_death_signal(argv: list[str]) -> list[str]:

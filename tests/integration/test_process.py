@@ -64,11 +64,13 @@ def test_missing_executable_is_a_clear_error() -> None:
 
 def test_reap_run_kills_processes_of_a_dead_harness_by_run_id(tmp_path) -> None:
     # A harness (child python) starts a grandchild group, then dies by SIGKILL without cleanup.
-    # The grandchild ignores SIGTERM, so the parent-death signal leaves it: only reaping stops it.
-    script = ("import os, threading; from pytest_lagscale.process import ManagedProcess; "
-              "t = threading.Thread(target=lambda: print(ManagedProcess('orphan', ['bash', '-c', "
-              "\"trap '' TERM; exec sleep 120\"]).start().pid, flush=True)); t.start(); t.join(); "
-              "os.kill(os.getpid(), 9)")
+    # The grandchild ignores SIGTERM (the harness dies once it said so), so the parent-death
+    # signal leaves it: only reaping stops it.
+    script = ("import os, time\nfrom pytest_lagscale.process import ManagedProcess\n"
+              "p = ManagedProcess('orphan', ['bash', '-c', \"trap '' TERM; echo up; exec sleep "
+              f"120\"], log_path={str(tmp_path / 'orphan.log')!r}).start()\n"
+              "while 'up' not in p.tail():\n    time.sleep(0.02)\n"
+              "print(p.pid, flush=True)\nos.kill(os.getpid(), 9)\n")
     env = {**os.environ, "LAGSCALE_RUN_ID": "reaptest0001",
            "LAGSCALE_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,

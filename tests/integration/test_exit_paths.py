@@ -1,0 +1,243 @@
+"""Every exit path of ``lagscale run`` leaves no process behind; its terminal output stays whole.
+
+Each harness test starts ``lagscale run`` on tests/data/spike-exit.yaml (spike at 5 s, arrow
+engine) in its own session with ``LAGSCALE_RUN_ID`` set, so every process of the run is found by
+that id in ``/proc/<pid>/environ``. Mid-spike (more replicas alive than minReplicaCount) the
+harness is killed with SIGKILL or hung up with SIGHUP; nothing carrying the run id may be alive
+30 s later. A finalizer reaps the run by id (``process.reap_run``) so a failing test leaves
+nothing either. The TTY test runs the same command in a tmux pane and reads the screen.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from pytest_lagscale import pidfiles
+from pytest_lagscale.process import RUN_ID_ENV, ManagedProcess, group_members, pid_dir, reap_run
+
+pytestmark = pytest.mark.integration
+PROFILE = Path(__file__).parents[1] / "data" / "spike-exit.yaml"
+LAGSCALE = str(Path(sys.executable).parent / "lagscale")
+MIN_REPLICAS = 1  # k8s/scaledobject-ci.yaml minReplicaCount
+SCALED_OUT_WITHIN_S = 150.0  # broker start (10-20 s) + load start + two or three sync periods
+GONE_WITHIN_S = 30.0
+
+
+def run_processes(rid: str) -> dict[int, str]:
+    """``{pid: command line}`` of the live processes carrying ``LAGSCALE_RUN_ID=rid``."""
+    needle = f"{RUN_ID_ENV}={rid}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if state != "Z":
+            found[int(entry.name)] = cmd.strip()[:200]
+    return found
+
+
+def replicas_of(rid: str) -> dict[int, str]:
+    """The consumer replicas among :func:`run_processes` (``-m spark_consumer``)."""
+    return {pid: cmd for pid, cmd in run_processes(rid).items() if "spark_consumer" in cmd}
+
+
+def _describe(procs: dict[int, str]) -> str:
+    return "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in sorted(procs.items())) or "  -"
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() \
+        else ""
+
+
+@pytest.fixture
+def rid() -> Iterator[str]:
+    """A fresh run id; every process still carrying it is reaped at teardown."""
+    value = f"exit{uuid.uuid4().hex[:8]}"
+    yield value
+    reap_run(value)
+
+
+def start_harness(tmp_path: Path, rid: str) -> subprocess.Popen[bytes]:
+    """``lagscale run`` on the exit profile, in its own session, output in tmp_path/harness.log."""
+    env = {**os.environ, RUN_ID_ENV: rid}
+    with open(tmp_path / "harness.log", "wb") as out:
+        return subprocess.Popen(
+            [LAGSCALE, "run", "--profile", str(PROFILE), "--engine", "arrow",
+             "--out", str(tmp_path / "runs")],
+            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+
+def wait_scaled_out(harness: subprocess.Popen[bytes], rid: str, log: Path) -> dict[int, str]:
+    """Wait until more than minReplicaCount replicas of the run are alive; returns them."""
+    deadline = time.monotonic() + SCALED_OUT_WITHIN_S
+    while time.monotonic() < deadline:
+        replicas = replicas_of(rid)
+        if len(replicas) > MIN_REPLICAS:
+            return replicas
+        assert harness.poll() is None, f"harness exited {harness.returncode}:\n{_tail(log)}"
+        time.sleep(0.5)
+    pytest.fail(f"no scale-out within {SCALED_OUT_WITHIN_S:.0f} s; replicas:\n"
+                f"{_describe(replicas_of(rid))}\nharness log:\n{_tail(log)}")
+
+
+def assert_run_gone(rid: str, within_s: float) -> None:
+    """Fail with the survivors unless no process carrying ``rid`` is alive within ``within_s``."""
+    started = time.monotonic()
+    while (alive := run_processes(rid)) and time.monotonic() < started + within_s:
+        time.sleep(0.25)
+    assert not alive, f"processes of run {rid} alive {within_s:.0f} s after the harness " \
+                      f"was stopped:\n{_describe(alive)}"
+    print(f"run {rid}: no process left {time.monotonic() - started:.1f} s after the stop")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGHUP], ids=["sigkill", "sighup"])
+def test_harness_stopped_mid_spike_leaves_no_process_of_its_run(tmp_path, rid, signum) -> None:
+    harness = start_harness(tmp_path, rid)
+    try:
+        replicas = wait_scaled_out(harness, rid, tmp_path / "harness.log")
+        assert len(replicas) > MIN_REPLICAS
+        os.kill(harness.pid, signum)
+        harness.wait(GONE_WITHIN_S)
+        assert_run_gone(rid, GONE_WITHIN_S)
+        if signum == signal.SIGHUP:  # a clean end: the harness removed its pid directory
+            assert not pid_dir(rid).exists(), sorted(p.name for p in pid_dir(rid).iterdir())
+        else:  # what `lagscale cleanup` (no argument) decides from the harness record
+            assert pidfiles.harness_gone(pid_dir(rid))
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+
+
+def test_children_started_by_any_thread_die_with_a_killed_harness(tmp_path) -> None:
+    # The harness (a child python) starts one child from a worker thread that then exits; the
+    # parent-death signal must still reach the child when the harness dies of SIGKILL.
+    script = ("import os, threading; from pytest_lagscale.process import ManagedProcess; "
+              "t = threading.Thread(target=lambda: print(ManagedProcess('child', ['sleep', "
+              "'120']).start().pid, flush=True)); t.start(); t.join(); "
+              "import time; time.sleep(120)")
+    env = {**os.environ, "LAGSCALE_CACHE_DIR": str(tmp_path)}
+    harness = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                               text=True)
+    child = int(harness.stdout.readline())
+    try:
+        assert group_members(child) == [child]
+        harness.kill()
+        harness.wait(10)
+        deadline = time.monotonic() + 5
+        while group_members(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert group_members(child) == []
+    finally:
+        harness.stdout.close()
+        if group_members(child):
+            os.killpg(child, signal.SIGKILL)
+
+
+def test_a_process_started_after_its_starter_thread_ended_stays_up(tmp_path) -> None:
+    # The spawner thread, not the asking thread, is the child's parent: a short-lived thread's
+    # exit must not fire the parent-death signal. The asking thread lives on for 0.5 s so that
+    # setpriv has armed the signal before it exits (else the child is reparented first).
+    holder: list[ManagedProcess] = []
+
+    def start() -> None:
+        holder.append(ManagedProcess("survivor", ["sleep", "30"],
+                                     log_path=tmp_path / "s.log").start())
+        time.sleep(0.5)
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    proc = holder[0]
+    try:
+        time.sleep(0.5)
+        assert proc.running(), f"exit code {proc.poll()}"
+    finally:
+        assert proc.stop(5) == "terminated"
+
+
+LIBRDKAFKA_SCRIPT = """
+import sys
+from confluent_kafka import Producer
+from pytest_lagscale.errors import BrokerError
+from pytest_lagscale.kafka.admin import KafkaAdmin
+from pytest_lagscale.kafka.client_log import librdkafka_config, librdkafka_log_to
+
+def talk_to_a_closed_port():
+    try:
+        KafkaAdmin("127.0.0.1:1", timeout_s=1.0).describe_group("enrich")
+    except (BrokerError, TimeoutError):  # which one depends on where the 1 s runs out
+        pass
+    producer = Producer({"bootstrap.servers": "127.0.0.1:1", **librdkafka_config()})
+    producer.produce("events", b"x")
+    producer.flush(1.0)
+
+with librdkafka_log_to(sys.argv[1]):
+    talk_to_a_closed_port()
+talk_to_a_closed_port()  # outside the block: dropped, still not on stderr
+print("done", flush=True)
+"""
+
+
+def test_librdkafka_lines_go_to_the_run_file_not_to_stderr(tmp_path) -> None:
+    log = tmp_path / "run" / "librdkafka.log"
+    out = subprocess.run([sys.executable, "-c", LIBRDKAFKA_SCRIPT, str(log)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout == "done\n", out.stderr
+    assert out.stderr == ""
+    lines = log.read_text().splitlines()
+    fails = [line for line in lines if " ERROR FAIL [rdkafka#" in line]
+    assert {re.search(r"\[(rdkafka#\w+-\d+)\]", line)[1] for line in fails} == \
+        {"rdkafka#producer-1", "rdkafka#producer-2"}, "\n".join(lines)  # admin, then producer
+    assert all("127.0.0.1:1" in line for line in fails)
+    assert not any("rdkafka#producer-3" in line for line in lines)  # logged after the block
+
+
+def _tmux(socket: str, *args: str) -> str:
+    return subprocess.run(["tmux", "-L", socket, *args], check=True, capture_output=True,
+                          text=True, timeout=10).stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (scripts/bootstrap "
+                    "installs it)")
+def test_run_directory_and_run_id_lines_are_whole_on_a_terminal(tmp_path, rid) -> None:
+    socket, out = f"lagscale-{rid}", tmp_path / "r"
+    command = (f"env {RUN_ID_ENV}={rid} {LAGSCALE} run --profile {PROFILE} --engine arrow "
+               f"--out {out}")
+    _tmux(socket, "new-session", "-d", "-x", "160", "-y", "50", command)
+    try:
+        screen, deadline = "", time.monotonic() + SCALED_OUT_WITHIN_S
+        # Wait until the live line shows the load running, so both were printed under it.
+        while not re.search(r"lagscale\s+load\s", screen) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            screen = _tmux(socket, "capture-pane", "-p")
+        lines = [line.rstrip() for line in screen.splitlines()]
+        run_dir = [line for line in lines
+                   if re.fullmatch(rf"run directory: {re.escape(str(out))}/\S+", line)]
+        run_id = [line for line in lines
+                  if re.fullmatch(rf"run id: {rid} \(`lagscale cleanup {rid}` [^()]+\)", line)]
+        assert run_dir and run_id, "screen:\n" + "\n".join(lines)
+        _tmux(socket, "send-keys", "C-c")
+        assert_run_gone(rid, GONE_WITHIN_S)
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=10)
