@@ -365,7 +365,8 @@ def reap_run(rid: str, timeout_s: float = 5.0) -> list[int]:
     SIGTERM, then SIGKILL after ``timeout_s`` seconds if it is still there.
 
     Returns:
-        The process group ids that were signalled, sorted.
+        The process group ids that were signalled (recorded groups already gone are not),
+        sorted.
     """
     d = pid_dir(rid)
     pgids = pidfiles.recorded_pids(d) if d.is_dir() else set()
@@ -380,15 +381,17 @@ def reap_run(rid: str, timeout_s: float = 5.0) -> list[int]:
         except (OSError, ProcessLookupError):
             continue
     pgids.discard(os.getpgid(0))
+    signalled = []
     for pgid in pgids:
         try:
             os.killpg(pgid, signal.SIGTERM)
-        except ProcessLookupError:
+        except ProcessLookupError:  # a pid file of a group that is already gone
             continue
-    for pgid in pgids:
+        signalled.append(pgid)
+    for pgid in signalled:
         _wait_group_gone(pgid, timeout_s)
     pidfiles.remove(d)
-    return sorted(pgids)
+    return sorted(signalled)
 
 
 def reap_gone_runs(timeout_s: float = 5.0) -> dict[str, list[int]]:

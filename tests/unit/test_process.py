@@ -109,7 +109,7 @@ def test_reap_gone_runs_reaps_dead_harnesses_and_leaves_live_ones(tmp_path, monk
 
     reaped = reap_gone_runs(timeout_s=0.1)
 
-    assert reaped == {"gone00000001": [NO_SUCH_PID], "stale0000001": []}
+    assert reaped == {"gone00000001": [], "stale0000001": []}  # its recorded pid is long gone
     assert sorted(p.name for p in root.iterdir()) == ["alive0000001"]
     assert pidfiles.recorded_pids(alive) == {NO_SUCH_PID}
 
@@ -117,3 +117,22 @@ def test_reap_gone_runs_reaps_dead_harnesses_and_leaves_live_ones(tmp_path, monk
 def test_reap_gone_runs_without_a_pid_root(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(tmp_path / "nothing-here"))
     assert reap_gone_runs() == {}
+
+
+def test_cleanup_without_a_run_id_reports_each_reaped_run(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from pytest_lagscale.cli import app
+
+    monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(tmp_path))
+    pidfiles.write_pid_file(tmp_path / "pids" / "gone00000001", "kafka", NO_SUCH_PID, ["java"])
+    pidfiles.record_harness(tmp_path / "pids" / "alive0000001")
+
+    result = CliRunner().invoke(app, ["cleanup"])
+
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "run gone00000001: harness gone; reaped 0 process group(s): -; pid directory removed",
+        "1 run(s) with a gone harness reaped",
+    ]
+    assert sorted(p.name for p in (tmp_path / "pids").iterdir()) == ["alive0000001"]
