@@ -214,14 +214,14 @@ def test_librdkafka_lines_go_to_the_run_file_not_to_stderr(tmp_path) -> None:
 
 
 def _tmux(socket: str, *args: str) -> str:
-    return subprocess.run(["tmux", "-L", socket, *args], check=True, capture_output=True,
+    return subprocess.run(["tmux", "-S", socket, *args], check=True, capture_output=True,
                           text=True, timeout=10).stdout
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (scripts/bootstrap "
                     "installs it)")
 def test_run_directory_and_run_id_lines_are_whole_on_a_terminal(tmp_path, rid) -> None:
-    socket, out = f"lagscale-{rid}", tmp_path / "r"
+    socket, out = str(tmp_path / "tmux.sock"), tmp_path / "r"  # server and socket are ours
     command = (f"env {RUN_ID_ENV}={rid} {LAGSCALE} run --profile {PROFILE} --engine arrow "
                f"--out {out}")
     _tmux(socket, "new-session", "-d", "-x", "160", "-y", "50", command)
@@ -240,4 +240,4 @@ def test_run_directory_and_run_id_lines_are_whole_on_a_terminal(tmp_path, rid) -
         _tmux(socket, "send-keys", "C-c")
         assert_run_gone(rid, GONE_WITHIN_S)
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=10)
+        subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, timeout=10)
