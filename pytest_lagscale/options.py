@@ -128,6 +128,10 @@ class RunOption:
         prefixed: pytest spells it ``--lagscale-<flag>`` (the CLI drops the prefix).
         multiple: repeatable; the value is a list.
         negatable: a boolean flag with a ``--no-<flag>`` twin.
+        setting: the :class:`~pytest_lagscale.experiment.settings.RunSettings` field the value
+            goes to (default: ``dest``); None for options that are not a run setting
+            (``--lagscale-baseline``: the gate compares runs, it does not change them).
+        to_setting: option value -> field value (e.g. a sweep's first value).
     """
 
     flag: str
@@ -140,6 +144,13 @@ class RunOption:
     prefixed: bool = False
     multiple: bool = False
     negatable: bool = False
+    setting: str | None = ""
+    to_setting: Callable[[Any], Any] = lambda value: value
+
+    @property
+    def field(self) -> str | None:
+        """The RunSettings field (``setting``, defaulting to ``dest``), or None."""
+        return self.dest if self.setting == "" else self.setting
 
     @property
     def pytest_flag(self) -> str:
@@ -162,10 +173,10 @@ class RunOption:
 
 
 def _choices(flag: str, dest: str, choices: tuple[str, ...], help: str, default: Any = None,
-             *, prefixed: bool = False) -> RunOption:
-    option = f"--lagscale-{flag}" if prefixed else f"--{flag}"
+             **more: Any) -> RunOption:
+    option = f"--lagscale-{flag}" if more.get("prefixed") else f"--{flag}"
     return RunOption(flag, dest, help, parse=_choice(option, choices), choices=choices,
-                     default=default, prefixed=prefixed)
+                     default=default, **more)
 
 
 #: Every run option, in the order ``--help`` lists them.
@@ -185,7 +196,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("lag-threshold", "lag_thresholds", "Override the lag trigger's lagThreshold (1 to "
               "10,000,000 records); a comma list runs once per value (test ids lt<N>). "
               "Default: the policy's.", metavar="RECORDS[,RECORDS...]",
-              parse=parse_lag_thresholds),
+              parse=parse_lag_thresholds, setting="lag_threshold",
+              to_setting=lambda sweep: sweep[0] if sweep else None),
     _choices("balancer", "balancer", BALANCERS, "Partition assignment protocol of the replicas. "
              "Default: the Deployment's (cooperative-sticky)."),
     RunOption("partitions", "partitions", "Partitions of the topic (1 to 1024). Default: the "
@@ -204,15 +216,18 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "(only with --kafka=external)", metavar="HOST:PORT"),
     RunOption("kafka-config", "kafka_config", "A librdkafka setting for every client of an "
               "external cluster, e.g. security.protocol=SASL_SSL; repeatable. Default: none.",
-              metavar="KEY=VALUE", parse=parse_kafka_config, multiple=True, default=()),
+              metavar="KEY=VALUE", parse=parse_kafka_config, multiple=True, default=(),
+              to_setting=dict),
     _choices("scale", "lagscale_scale", SCALES, "Size of the runs: ci (P = 8, minutes) or full "
              "(the seed lab's P = 24, 10x spike for 10-15 min). Default: ci.", default="ci",
-             prefixed=True),
+             prefixed=True, setting="scale"),
     RunOption("out", "lagscale_out", "Parent directory of the run directories. Default: "
-              f"{DEFAULT_OUT}.", metavar="DIR", default=DEFAULT_OUT, prefixed=True),
+              f"{DEFAULT_OUT}.", metavar="DIR", default=DEFAULT_OUT, prefixed=True,
+              setting="out_dir", to_setting=Path),
     RunOption("baseline", "lagscale_baseline", "Baseline benchmark JSON: one file for every "
               "run, or a directory of <run label>.json files; a regression fails the session "
-              "(the CLI exits 1). Default: none.", metavar="PATH", prefixed=True),
+              "(the CLI exits 1). Default: none.", metavar="PATH", prefixed=True,
+              setting=None),
     RunOption("settle-timeout", "settle_timeout_s", "After the profile ends, seconds to wait "
               "for lag <= lagThreshold and replicas == minReplicaCount (0 to 7200). Default: "
               "300.", metavar="SECONDS", parse=parse_settle_timeout, default=300.0),
@@ -287,29 +302,19 @@ def check_run_options(values: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _given(value: Any, default: float) -> float:
-    return default if value is None else float(value)
-
-
 def settings_from_options(values: dict[str, Any], **fields: Any) -> Any:
     """The :class:`RunSettings` of parsed option ``values`` (by dest), not yet validated.
 
-    ``lag_thresholds`` (a sweep) becomes ``lag_threshold``: its first value unless ``fields``
-    gives one; ``fields`` override anything else (e.g. the test's own profile).
+    Each option's value goes to its ``field``; a sweep (``lag_thresholds``) gives its first
+    value; ``fields`` override anything (e.g. the sweep value of this test). Options not given
+    keep the settings' defaults.
     """
     from .experiment.settings import RunSettings
 
-    thresholds = values.get("lag_thresholds") or ()
-    kwargs = dict(
-        profile=values.get("profile"), scale=values.get("lagscale_scale") or "ci",
-        policy=values.get("policy"), scaled_object=values.get("scaled_object"),
-        deployment=values.get("deployment"), platform=values.get("platform") or "local",
-        kafka=values.get("kafka") or "embedded", kafka_bootstrap=values.get("kafka_bootstrap"),
-        kafka_config=dict(values.get("kafka_config") or ()),
-        lag_threshold=thresholds[0] if thresholds else None, balancer=values.get("balancer"),
-        partitions=values.get("partitions"), engine=values.get("engine"),
-        graceful=values.get("graceful", True) is not False,
-        out_dir=Path(values.get("lagscale_out") or DEFAULT_OUT),
-        settle_timeout_s=_given(values.get("settle_timeout_s"), 300.0))
+    kwargs: dict[str, Any] = {}
+    for option in RUN_OPTIONS:
+        value = values.get(option.dest)
+        if option.field is not None and value is not None:
+            kwargs[option.field] = option.to_setting(value)
     kwargs.update(fields)
     return RunSettings(**kwargs)

@@ -15,10 +15,6 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 
-#: RunSettings fields checked by the run option of the same destination.
-_CHECKED = {"scale": "lagscale_scale", "platform": "platform", "kafka": "kafka",
-            "balancer": "balancer", "engine": "engine", "lag_threshold": "lag_thresholds",
-            "partitions": "partitions", "settle_timeout_s": "settle_timeout_s"}
 
 
 @dataclass(frozen=True)
@@ -77,10 +73,10 @@ class RunSettings:
             ConfigError: one problem per bad value (option name, value, allowed range), from
                 the run options' own parsers and cross-option checks.
         """
-        from ..options import OPTIONS_BY_DEST, check_run_options
+        from ..options import RUN_OPTIONS, check_run_options
 
-        problems = [problem for attr, dest in _CHECKED.items()
-                    if (problem := OPTIONS_BY_DEST[dest].check(getattr(self, attr)))]
+        problems = [problem for option in RUN_OPTIONS if option.field
+                    if (problem := option.check(getattr(self, option.field)))]
         problems += check_run_options(self.option_values())
         if problems:
             raise ConfigError(problems)
@@ -88,10 +84,10 @@ class RunSettings:
 
     def option_values(self) -> dict[str, Any]:
         """The settings as run-option values by destination (see ``options.RUN_OPTIONS``)."""
-        return {"profile": self.profile, "policy": self.policy,
-                "scaled_object": self.scaled_object, "deployment": self.deployment,
-                "kafka": self.kafka, "kafka_bootstrap": self.kafka_bootstrap,
-                "lagscale_scale": self.scale, "lagscale_out": str(self.out_dir)}
+        from ..options import RUN_OPTIONS
+
+        return {option.dest: getattr(self, option.field) for option in RUN_OPTIONS
+                if option.field}
 
     def with_overrides(self, **changes: Any) -> "RunSettings":
         """A copy with ``changes`` applied (dataclasses.replace).

@@ -55,12 +55,12 @@ def test_every_bad_setting_is_reported_at_once() -> None:
     with pytest.raises(ConfigError) as info:
         settings.check()
     assert info.value.problems[:6] == [
-        "--lagscale-scale: 'huge' is not allowed; allowed: ci, full",
-        "--balancer: 'sticky' is not allowed; allowed: cooperative-sticky, range, roundrobin, "
-        "consumer",
         "--lag-threshold: 0 is out of range; allowed: integers in [1, 10,000,000] records, "
         "comma-separated for a sweep (e.g. 1000,10000,100000)",
+        "--balancer: 'sticky' is not allowed; allowed: cooperative-sticky, range, roundrobin, "
+        "consumer",
         "--partitions: 2000 is out of range; allowed: an integer in [1, 1,024] partitions",
+        "--lagscale-scale: 'huge' is not allowed; allowed: ci, full",
         "--settle-timeout: -1.0 is out of range; allowed: seconds in [0, 7200]",
         "--kafka=external needs --kafka-bootstrap HOST:PORT; add it or use --kafka=embedded",
     ]
