@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(2), pytest.mark.integration]
+# Experiments 2 and 6 share the graceful spike run: one xdist_group keeps them on one worker.
+pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(2), pytest.mark.integration,
+              pytest.mark.xdist_group("spike-run")]
 
 REACTION_LIMIT_S = 90.0
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(6), pytest.mark.integration]
+# Experiments 2 and 6 share the graceful spike run: one xdist_group keeps them on one worker.
+pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(6), pytest.mark.integration,
+              pytest.mark.xdist_group("spike-run")]
 
 
 def _scale_downs(result) -> int:

@@ -77,12 +77,26 @@ def _configure_xdist(config: pytest.Config) -> None:
     worker starts its own broker (the session fixture) on ephemeral ports."""
     if config.getoption("dist", None) == "load":
         config.option.dist = "loadgroup"
+    if config.getoption("dist", None) == "loadgroup" and pytest.version_tuple[:2] >= (9, 2):
+        config.issue_config_time_warning(pytest.PytestWarning(
+            "lagscale: pytest-xdist's xdist_group does not hold on pytest >= 9.2 "
+            "(pytest-dev/pytest-xdist#1386): tests sharing one run may each run it on their own "
+            "worker; install pytest<9.2 or run with -n0"), stacklevel=2)
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         from .process import RUN_ID_ENV
 
+        if worker.get("lagscale_loadgroup"):  # the worker groups its items' node ids
+            config.option.loadgroup = True
         base = os.environ.get(RUN_ID_ENV) or uuid.uuid4().hex[:12]
         os.environ[RUN_ID_ENV] = f"{base}-{worker['workerid']}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist (controller): tell each worker whether ``xdist_group`` applies; a worker
+    decides that from its own command line, which never says ``loadgroup`` when we chose it."""
+    node.workerinput["lagscale_loadgroup"] = node.config.getoption("dist") == "loadgroup"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
