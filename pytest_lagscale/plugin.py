@@ -57,6 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "processes")
     config.addinivalue_line("markers", "acceptance: a full experiment run with SLO assertions")
     config.addinivalue_line("markers", "experiment(n): the DESIGN.md experiment number n (1-8)")
+    config.addinivalue_line("markers", "xdist_group(name): tests sharing one run (pytest-xdist "
+                                       "keeps a group on one worker; a no-op without it)")
     baseline = config.getoption("lagscale_baseline", None)
     config.stash[_SESSION_KEY] = LagscaleSession(Path(baseline) if baseline else None)
     _configure_xdist(config)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..clock import Clock, RealClock
+from ..contract.flags import PLATFORM_FLAGS
 from ..contract.rundir import RunDir
 from ..errors import ConfigError, ReplicaError
 from ..eventlog import EventLog
@@ -348,8 +349,6 @@ class CpuSampler:
         return out
 
 
-#: Flags the local platform sets per replica (pods differ by IP; local replicas by port/path).
-PLATFORM_FLAGS = ("--replica-id", "--metrics-port", "--event-log", "--store")
 
 
 def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: str, *,
@@ -358,7 +357,8 @@ def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: 
     """Turn the committed Deployment into a process template for this machine.
 
     The container's ``python`` becomes this interpreter, ``--bootstrap`` becomes the running
-    broker, the per-replica flags (:data:`PLATFORM_FLAGS`) are left to :class:`LocalDeployment`,
+    broker, the per-replica flags (:data:`~pytest_lagscale.contract.flags.PLATFORM_FLAGS`: pods
+    differ by IP, local replicas by port and path) are left to :class:`LocalDeployment`,
     and ``flag_overrides`` (e.g. ``{"--engine": "arrow"}``) replace or add flags.
 
     Args:
