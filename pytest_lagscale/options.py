@@ -207,7 +207,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("graceful", "graceful", "Scale-down drains replicas with SIGTERM within the grace "
               "period; --no-graceful SIGKILLs them. Default: graceful.", default=True,
               negatable=True),
-    _choices("platform", "platform", PLATFORMS, "Where replicas run: local processes. "
+    _choices("platform", "platform", tuple(PLATFORMS), "Where replicas run: local processes. "
              "Default: local.", default="local"),
     _choices("kafka", "kafka", KINDS, "Where the broker comes from: an embedded KRaft node from "
              "pinned Maven jars, a testcontainers container, or an external cluster. "
