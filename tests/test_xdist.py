@@ -8,41 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_plugin import FAKE_CONFTEST, GOLDEN
+
 pytest_plugins = ["pytester"]
 
 DATA = Path(__file__).resolve().parent / "data"
 
-SHARED_CONFTEST = """
-import json, os
-from pathlib import Path
-
-import pytest
-
-CALLS = Path({calls!r})
-
-
-class FakeResult:
-    def __init__(self, settings):
-        self.settings = settings
-        self.run_dir = Path(settings.out_dir)
-        self.benchmark_path = self.run_dir / "benchmark.json"
-
-    def document(self):
-        return {{}}
-
-
-@pytest.fixture(scope="session")
-def kafka_cluster():
-    return "fake-cluster"
-
+# test_plugin's fake runner, with each call also logged (worker, label) to a file the test reads.
+LOGGED_RUNNER = """
 
 @pytest.fixture(scope="session")
 def lagscale_runner():
+    import os
+
     def run(settings, *, cluster, progress):
-        worker = os.environ["PYTEST_XDIST_WORKER"]
-        with open(CALLS, "a") as fh:
-            fh.write(json.dumps({{"worker": worker, "label": settings.label()}}) + "\\n")
-        return FakeResult(settings)
+        with open({calls!r}, "a") as fh:
+            fh.write(json.dumps({{"worker": os.environ["PYTEST_XDIST_WORKER"],
+                                 "label": settings.label()}}) + "\\n")
+        run_dir = Path(settings.out_dir) / settings.label()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return FakeResult(settings, run_dir, json.loads(Path(DOCUMENT).read_text()))
     return run
 """
 
@@ -52,7 +37,8 @@ def test_tests_sharing_a_run_in_one_xdist_group_run_it_once(pytester: pytest.Pyt
     """``-n 2`` alone would spread the two tests over both workers and run the shared run twice;
     the plugin turns ``--dist load`` into ``loadgroup`` so the ``xdist_group`` holds."""
     calls = tmp_path / "calls.jsonl"
-    pytester.makeconftest(SHARED_CONFTEST.format(calls=str(calls)))
+    pytester.makeconftest(FAKE_CONFTEST.format(document=str(GOLDEN / "current_v1.json"),
+                                               fail=False) + LOGGED_RUNNER.format(calls=str(calls)))
     pytester.makepyfile("""
         import os
         import pytest

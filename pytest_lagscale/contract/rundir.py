@@ -39,6 +39,16 @@ REPLICA_EVENT_LOG = "events.jsonl"
 MERGED_EVENT_LOG = "events.jsonl"
 
 
+class _In:
+    """A path inside the run directory, read as an attribute of a :class:`RunDir`."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, run: "RunDir | None", owner: type | None = None) -> Any:
+        return self if run is None else run.root / self.name
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The paths of one run, rooted at ``root`` (absolute: Prometheus resolves file_sd paths
@@ -79,32 +89,23 @@ class RunDir:
         """The directory's name, e.g. ``20261122T174355Z-spike-ci``."""
         return self.root.name
 
-    # -- results -------------------------------------------------------------------------
-    @property
-    def benchmark_json(self) -> Path:
-        return self.root / "benchmark.json"
-
-    @property
-    def summary_md(self) -> Path:
-        return self.root / "summary.md"
-
-    @property
-    def timeline_png(self) -> Path:
-        return self.root / "timeline.png"
-
-    @property
-    def timeline_parquet(self) -> Path:
-        return self.root / "timeline.parquet"
-
-    @property
-    def timeline_csv(self) -> Path:
-        return self.root / "timeline.csv"
-
-    # -- raw records ---------------------------------------------------------------------
-    @property
-    def events_jsonl(self) -> Path:
-        """The merged event table (see :meth:`merge_events`)."""
-        return self.root / MERGED_EVENT_LOG
+    #: Results.
+    benchmark_json = _In("benchmark.json")
+    summary_md = _In("summary.md")
+    timeline_png = _In("timeline.png")
+    timeline_parquet = _In("timeline.parquet")
+    timeline_csv = _In("timeline.csv")
+    #: The merged event table (see :meth:`merge_events`).
+    events_jsonl = _In(MERGED_EVENT_LOG)
+    #: ``replicas/<replica id>/`` directories.
+    replicas_dir = _In("replicas")
+    #: The replicas' Parquet store (one row per processed record).
+    store = _In("store")
+    #: The producer's acknowledged offsets per partition.
+    manifest_json = _In("manifest.json")
+    prometheus_dir = _In("prometheus")
+    reconcile_log = _In("reconcile.log")
+    librdkafka_log = _In("librdkafka.log")
 
     def source_events(self, source: str) -> Path:
         """The event log of ``source`` (``runner``, ``producer``, ``controller``, ``platform``)."""
@@ -114,10 +115,6 @@ class RunDir:
                               f"{', '.join(n.split('.')[0] for n in SOURCE_EVENT_LOGS)}; "
                               "add it to SOURCE_EVENT_LOGS")
         return self.root / name
-
-    @property
-    def replicas_dir(self) -> Path:
-        return self.root / "replicas"
 
     def replica_dir(self, replica_id: str) -> Path:
         """``replicas/<replica_id>/``: the replica's event log and output."""
@@ -129,28 +126,6 @@ class RunDir:
     def replica_log(self, replica_id: str) -> Path:
         """The replica's stdout and stderr."""
         return self.replica_dir(replica_id) / "output.log"
-
-    @property
-    def store(self) -> Path:
-        """The replicas' Parquet store (one row per processed record)."""
-        return self.root / "store"
-
-    @property
-    def manifest_json(self) -> Path:
-        """The producer's acknowledged offsets per partition."""
-        return self.root / "manifest.json"
-
-    @property
-    def prometheus_dir(self) -> Path:
-        return self.root / "prometheus"
-
-    @property
-    def reconcile_log(self) -> Path:
-        return self.root / "reconcile.log"
-
-    @property
-    def librdkafka_log(self) -> Path:
-        return self.root / "librdkafka.log"
 
     def artifacts(self) -> dict[str, Path]:
         """The paths a finished run lists in its benchmark JSON, by name."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
@@ -37,28 +37,15 @@ from ..control.policy.base import PolicyStep, ScalingPolicy
 from ..eventlog import EventLog
 from ..lifecycle import StartStop
 from ..sources.base import LagSource
+from .base import Platform
 from .local import CpuSampler
 
 __all__ = ["ControllerMetrics", "LagSource", "LocalAutoscaler", "ScaledDeployment"]
 
 
-@runtime_checkable
-class ScaledDeployment(Protocol):
-    """What the autoscaler reads and sets on the Deployment it scales (a subset of the
-    platform's ``Platform``): replica counts, the replicas (for CPU) and ``scale``."""
-
-    @property
-    def desired_replicas(self) -> int: ...
-
-    @property
-    def current_replicas(self) -> int: ...
-
-    @property
-    def ready_replicas(self) -> int: ...
-
-    def replicas(self) -> list[Any]: ...
-
-    def scale(self, replicas: int) -> None: ...
+#: What the autoscaler reads and sets: the platform seam's :class:`~.base.Platform` (it uses the
+#: replica counts, ``replicas()`` for CPU and ``scale``).
+ScaledDeployment = Platform
 
 
 class ControllerMetrics:

@@ -21,9 +21,7 @@ class ReplicaView(Protocol):
     """
 
     replica_id: str
-
-    @property
-    def ready(self) -> bool: ...
+    ready: bool
 
 
 @runtime_checkable
@@ -35,14 +33,9 @@ class Platform(Protocol):
     ``ready_replicas`` those whose readiness probe passed.
     """
 
-    @property
-    def desired_replicas(self) -> int: ...
-
-    @property
-    def current_replicas(self) -> int: ...
-
-    @property
-    def ready_replicas(self) -> int: ...
+    desired_replicas: int
+    current_replicas: int
+    ready_replicas: int
 
     def start(self) -> Any:
         """Begin managing replicas (none run until :meth:`scale`); returns self."""

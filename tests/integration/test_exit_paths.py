@@ -129,13 +129,18 @@ def test_harness_stopped_mid_spike_leaves_no_process_of_its_run(tmp_path, rid, s
             harness.wait()
 
 
-def test_children_started_by_any_thread_die_with_a_killed_harness(tmp_path) -> None:
-    # The harness (a child python) starts one child from a worker thread that then exits; the
-    # parent-death signal must still reach the child when the harness dies of SIGKILL.
-    script = ("import os, threading; from pytest_lagscale.process import ManagedProcess; "
-              "t = threading.Thread(target=lambda: print(ManagedProcess('child', ['sleep', "
-              "'120']).start().pid, flush=True)); t.start(); t.join(); "
-              "import time; time.sleep(120)")
+_START_CHILD = {
+    "main-thread": "print(ManagedProcess('child', ['sleep', '120']).start().pid, flush=True)",
+    # a worker thread that exits at once: the parent-death signal must not depend on it
+    "worker-thread": ("t = threading.Thread(target=lambda: print(ManagedProcess('child', "
+                      "['sleep', '120']).start().pid, flush=True)); t.start(); t.join()"),
+}
+
+
+@pytest.mark.parametrize("starter", sorted(_START_CHILD))
+def test_children_started_by_any_thread_die_with_a_killed_harness(tmp_path, starter) -> None:
+    script = ("import os, threading, time; from pytest_lagscale.process import ManagedProcess; "
+              f"{_START_CHILD[starter]}; time.sleep(120)")
     env = {**os.environ, "LAGSCALE_CACHE_DIR": str(tmp_path)}
     harness = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                                text=True)

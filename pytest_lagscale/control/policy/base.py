@@ -81,29 +81,14 @@ class ScalingPolicy(Protocol):
             ``sets_desired_replicas`` has run (the runner waits for it before the load).
     """
 
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def metrics_name(self) -> str: ...
-
-    @property
-    def min_replicas(self) -> int: ...
-
-    @property
-    def max_replicas(self) -> int: ...
-
-    @property
-    def lag_threshold_records(self) -> int | None: ...
-
-    @property
-    def needs_lag(self) -> bool: ...
-
-    @property
-    def needs_cpu(self) -> bool: ...
-
-    @property
-    def first_decision_within_s(self) -> float: ...
+    name: str
+    metrics_name: str
+    min_replicas: int
+    max_replicas: int
+    lag_threshold_records: int | None
+    needs_lag: bool
+    needs_cpu: bool
+    first_decision_within_s: float
 
     def due(self, now_s: float) -> bool:
         """Whether :meth:`decide` has work at ``now_s`` (always True before the first decide,

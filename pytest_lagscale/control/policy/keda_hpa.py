@@ -48,6 +48,10 @@ class KedaHpaPolicy:
             minReplicaCount/maxReplicaCount, or the HPA's minReplicas/maxReplicas).
         source: the manifest file (informational).
 
+    Attributes:
+        name, metrics_name: as given.
+        min_replicas, max_replicas: ``replica_range``.
+
     Source: kedacore/keda pkg/scaling/scale_handler.go startScaleLoop (pollingInterval ticker)
     v2.20.2; kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go (resync period)
     v1.28.0; specs/keda-hpa-semantics.md §2.2, §3.2
@@ -56,8 +60,8 @@ class KedaHpaPolicy:
     def __init__(self, controller: ScalingController, *, name: str, metrics_name: str,
                  replica_range: tuple[int, int], source: str = ""):
         self.controller = controller
-        self._name, self._metrics_name = name, metrics_name
-        self._min, self._max = replica_range
+        self.name, self.metrics_name = name, metrics_name
+        self.min_replicas, self.max_replicas = replica_range
         self.source = source
         self._next_poll_s: float | None = None
         self._next_sync_s: float | None = None
@@ -78,29 +82,9 @@ class KedaHpaPolicy:
 
     # -- facts -------------------------------------------------------------------------------
     @property
-    def name(self) -> str:
-        """``keda-hpa`` or ``hpa``."""
-        return self._name
-
-    @property
-    def metrics_name(self) -> str:
-        """The ScaledObject's or HPA's ``metadata.name``."""
-        return self._metrics_name
-
-    @property
     def manifest_name(self) -> str:
         """The manifest file's stem (``scaledobject-ci``), or :attr:`metrics_name` without a file."""
-        return Path(self.source).stem if self.source else self._metrics_name
-
-    @property
-    def min_replicas(self) -> int:
-        """KEDA's minReplicaCount (0 allowed) or the HPA's minReplicas."""
-        return self._min
-
-    @property
-    def max_replicas(self) -> int:
-        """KEDA's maxReplicaCount or the HPA's maxReplicas."""
-        return self._max
+        return Path(self.source).stem if self.source else self.metrics_name
 
     @property
     def lag_threshold_records(self) -> int | None:

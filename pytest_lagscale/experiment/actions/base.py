@@ -74,6 +74,34 @@ class ScheduledAction(Protocol):
         """Do it; returns the fields of its ``action`` event. Raises on failure."""
 
 
+class ParamsChecked:
+    """Mixin for actions (frozen dataclasses whose fields are their parameters):
+    :meth:`from_params` = unknown parameters + :meth:`check_params` (the action's own rules) +
+    construction, all problems reported together."""
+
+    @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """The parameters the action takes: its dataclass fields."""
+        import dataclasses
+
+        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], where: str, facts: PlanFacts) -> Any:
+        problems = unknown_params(params, cls.param_names(), where)
+        problems += cls.check_params(params, where, facts)
+        if problems:
+            from ...errors import ConfigError
+
+            raise ConfigError(problems)
+        return cls(**params)
+
+    @classmethod
+    def check_params(cls, params: Mapping[str, Any], where: str, facts: PlanFacts) -> list[str]:
+        """One problem line per bad parameter value."""
+        return []
+
+
 def unknown_params(params: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> list[str]:
     """One problem line per parameter not in ``allowed``."""
     return [f"{where}.{key}: {value!r} is not a parameter of this action; allowed: "

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from ...errors import ConfigError
-from .base import ActionContext, PlanFacts, unknown_params
+from .base import ActionContext, ParamsChecked, PlanFacts
 
 
 @dataclass(frozen=True)
-class IncreasePartitions:
+class IncreasePartitions(ParamsChecked):
     """Grow the topic to ``to`` partitions.
 
     Attributes:
@@ -27,18 +26,14 @@ class IncreasePartitions:
     name: ClassVar[str] = "increase_partitions"
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], where: str,
-                    facts: PlanFacts) -> "IncreasePartitions":
-        problems = unknown_params(params, ("to",), where)
+    def check_params(cls, params: Mapping[str, Any], where: str, facts: PlanFacts) -> list[str]:
         to = params.get("to")
         if isinstance(to, bool) or not isinstance(to, int) or \
                 not facts.partitions < to <= facts.max_partitions:
-            problems.append(f"{where}.to: {to!r} is not allowed; allowed: an integer in "
-                            f"[{facts.partitions + 1}, {facts.max_partitions}] partitions (more "
-                            "than the topic has at that time); set 'to'")
-        if problems:
-            raise ConfigError(problems)
-        return cls(int(to))
+            return [f"{where}.to: {to!r} is not allowed; allowed: an integer in "
+                    f"[{facts.partitions + 1}, {facts.max_partitions}] partitions (more than the "
+                    "topic has at that time); set 'to'"]
+        return []
 
     def label(self) -> str:
         return f"increase_partitions to={self.to}"

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from ...errors import ConfigError
-from .base import ActionContext, PlanFacts, unknown_params
+from .base import ActionContext, ParamsChecked, PlanFacts
 
 
 @dataclass(frozen=True)
-class SwitchPolicy:
+class SwitchPolicy(ParamsChecked):
     """Switch to the policy ``policy`` (a bundled manifest name or a YAML path).
 
     Attributes:
@@ -24,23 +24,18 @@ class SwitchPolicy:
     name: ClassVar[str] = "switch_policy"
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], where: str,
-                    facts: PlanFacts) -> "SwitchPolicy":
-        problems = unknown_params(params, ("policy",), where)
+    def check_params(cls, params: Mapping[str, Any], where: str, facts: PlanFacts) -> list[str]:
         policy = params.get("policy")
         if not isinstance(policy, str) or not policy:
-            problems.append(f"{where}.policy: {policy!r} is not allowed; allowed: a bundled "
-                            "policy name (e.g. scaledobject-ci) or a YAML path; set 'policy'")
-        else:
-            from ...config.bundled import resolve_manifest
+            return [f"{where}.policy: {policy!r} is not allowed; allowed: a bundled policy name "
+                    "(e.g. scaledobject-ci) or a YAML path; set 'policy'"]
+        from ...config.bundled import resolve_manifest
 
-            try:
-                resolve_manifest(policy, f"{where}.policy")
-            except ConfigError as exc:
-                problems += exc.problems
-        if problems:
-            raise ConfigError(problems)
-        return cls(policy)
+        try:
+            resolve_manifest(policy, f"{where}.policy")
+        except ConfigError as exc:
+            return exc.problems
+        return []
 
     def label(self) -> str:
         return f"switch_policy {self.policy}"

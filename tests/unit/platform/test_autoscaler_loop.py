@@ -20,6 +20,8 @@ from pytest_lagscale.platform.autoscaler import LocalAutoscaler
 
 @dataclass
 class CountingDeployment:
+    """A Platform whose replicas become ready the moment they are asked for."""
+
     desired_replicas: int = 1
     scaled_to: list[int] = field(default_factory=list)
 
@@ -31,8 +33,26 @@ class CountingDeployment:
     def ready_replicas(self) -> int:
         return self.desired_replicas
 
+    def start(self) -> "CountingDeployment":
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        pass
+
     def replicas(self) -> list:
         return []
+
+    def metrics_targets(self) -> list[str]:
+        return []
+
+    def wait_ready(self, n: int, within_s: float) -> float:
+        return 0.0
+
+    def wait_terminated(self, within_s: float) -> None:
+        pass
+
+    def kill_replica(self, replica_id: str, signum: int) -> None:
+        raise AssertionError("no replica to kill in a counting deployment")
 
     def scale(self, n: int) -> None:
         self.scaled_to.append(n)
