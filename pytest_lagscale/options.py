@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from .config.bundled import SCALES
 from .contract.flags import BALANCERS, ENGINES
 from .kafka import KINDS
 from .platform import PLATFORMS
 
-SCALES = ("ci", "full")
 MAX_LAG_THRESHOLD = 10_000_000
 MAX_PARTITIONS = 1024
 MAX_SETTLE_TIMEOUT_S = 7200.0
