@@ -188,17 +188,21 @@ from pytest_lagscale.errors import BrokerError
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.kafka.client_log import librdkafka_config, librdkafka_log_to
 
-def talk_to_a_closed_port():
-    try:
-        KafkaAdmin("127.0.0.1:1", timeout_s=1.0).describe_group("enrich")
-    except (BrokerError, TimeoutError):  # which one depends on where the 1 s runs out
-        pass
+def talk_to_a_closed_port(log=None):
+    admin = KafkaAdmin("127.0.0.1:1", timeout_s=1.0)
+    for _ in range(10):  # until the admin client has logged a FAIL (its thread may be slower)
+        try:
+            admin.describe_group("enrich")
+        except (BrokerError, TimeoutError):  # which one depends on where the 1 s runs out
+            pass
+        if log is None or "FAIL [rdkafka#producer-1]" in open(log).read():
+            break
     producer = Producer({"bootstrap.servers": "127.0.0.1:1", **librdkafka_config()})
     producer.produce("events", b"x")
     producer.flush(1.0)
 
 with librdkafka_log_to(sys.argv[1]):
-    talk_to_a_closed_port()
+    talk_to_a_closed_port(sys.argv[1])
 talk_to_a_closed_port()  # outside the block: dropped, still not on stderr
 print("done", flush=True)
 """
