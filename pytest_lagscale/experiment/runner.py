@@ -248,7 +248,7 @@ class Run:
                              self.clock.start_monotonic_s) as actions:
             while producer.is_alive():
                 self._sync_targets()
-                self._show("load", unprocessed_records(self.parts.autoscaler.last_offsets))
+                self._show("load", self._load_lag())
                 producer.join(1.0)
         self.actions_done = actions.done
         if "error" in outcome:
@@ -308,6 +308,14 @@ class Run:
             if delay > 0 and stop.wait(delay):
                 return
             events.emit(name, scheduled_s=at_s, **fields)
+
+    def _load_lag(self) -> int | None:
+        """The progress line's lag: the autoscaler's last observation when its policy reads
+        lag, else one read of the lag source (a CPU policy reads none)."""
+        autoscaler = self.parts.autoscaler
+        if autoscaler.controller.needs_lag:
+            return unprocessed_records(autoscaler.last_offsets)
+        return _read_unprocessed(self.parts.lag_source)
 
     def _build_policy(self, ref: str) -> Any:
         from ..config.bundled import resolve_manifest
