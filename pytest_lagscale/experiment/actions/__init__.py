@@ -104,7 +104,8 @@ class ActionScheduler:
     def run_one(self, item: Scheduled) -> None:
         """Run one action now and write its event."""
         base = {"action": item.action.name, "label": item.action.label(),
-                "scheduled_s": item.at_s}
+                "scheduled_s": item.at_s,
+                "started_s": round(self.clock.now() - self.start_s, 3)}
         try:
             fields = item.action.run(self.context)
         except Exception as exc:  # recorded, and raised by the runner after the load

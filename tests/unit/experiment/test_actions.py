@@ -122,6 +122,8 @@ def test_scheduler_runs_each_action_on_time_and_records_failures() -> None:
     assert platform.killed == [("replica-0002", int(signal.SIGKILL))]
     assert killed_after_s >= 0.2
     assert [name for name, _ in events.lines] == ["action", "action_failed"]
+    started_s = events.lines[0][1].pop("started_s")
+    assert 0.2 <= started_s < 1.0
     assert events.lines[0][1] == {"action": "kill_replica", "label": "kill_replica newest SIGKILL",
                                   "scheduled_s": 0.2, "replica_id": "replica-0002",
                                   "signal": "SIGKILL"}
