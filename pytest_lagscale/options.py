@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .config.bundled import SCALES
+from .config.bundled import SCALES, resolve_manifest, resolve_profile
 from .contract.flags import BALANCERS, ENGINES
 from .kafka import KINDS
 from .platform import PLATFORMS
@@ -272,7 +272,6 @@ def check_run_options(values: dict[str, Any]) -> list[str]:
     Conflicts (kafka, policy vs scaledobject), files that must exist, bundled names that must
     resolve. Used by the plugin's ``pytest_cmdline_main`` and by ``lagscale run``.
     """
-    from .config.bundled import resolve_manifest, resolve_profile
     from .errors import ConfigError
 
     problems = []

@@ -38,6 +38,8 @@ class RunPlan:
             policy's, else (a policy without a lag trigger, e.g. a CPU HPA) the scale's
             committed ScaledObject's, so that both variants of experiment 1 are held to one.
         policy_kind: the policy's registry name (e.g. ``keda-hpa``).
+        replica_range: ``(minReplicaCount, maxReplicaCount)`` of the policy (read once here;
+            the runner's settle loop asks every second).
     """
 
     settings: RunSettings
@@ -54,6 +56,7 @@ class RunPlan:
     max_partitions: int = 0
     reference_lag_threshold: int = 0
     policy_kind: str = ""
+    replica_range: tuple[int, int] = (1, 1)
 
     def build_policy(self, *, created_at_s: float = 0.0) -> Any:
         """A fresh :class:`~pytest_lagscale.control.policy.base.ScalingPolicy` of this plan."""
@@ -64,12 +67,12 @@ class RunPlan:
     @property
     def min_replicas(self) -> int:
         """minReplicaCount, at least 1 (a run starts with one replica ready)."""
-        return max(1, self.build_policy().min_replicas)
+        return max(1, self.replica_range[0])
 
     @property
     def max_replicas(self) -> int:
         """maxReplicaCount."""
-        return self.build_policy().max_replicas
+        return self.replica_range[1]
 
     @property
     def policy_name(self) -> str:
@@ -134,7 +137,8 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    balancer=settings.balancer or replica.balancer,
                    spike=profile_spike_window(profile), actions=actions,
                    max_partitions=max([profile.partitions, *grown]),
-                   reference_lag_threshold=int(reference or 0), policy_kind=policy.name)
+                   reference_lag_threshold=int(reference or 0), policy_kind=policy.name,
+                   replica_range=(policy.min_replicas, policy.max_replicas))
 
 
 __all__ = ["RunPlan", "plan_run", "profile_spike_window"]
