@@ -24,8 +24,10 @@ timeline's wall-clock start are read at the same instant).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
+import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -115,6 +117,14 @@ class _Parts:
     targets: tuple[str, ...] = ()
 
 
+def run_suffix(run_dir_name: str) -> str:
+    """The suffix a run on a shared cluster gives its topic and group: the run directory's name
+    (unique in its output directory) plus 6 random hex digits (unique across output directories
+    and harness processes), lower-cased and cut to Kafka's legal characters; <= 64 characters."""
+    name = re.sub(r"[^a-z0-9._-]", "-", run_dir_name.lower())[:56]
+    return f"-{name}-{uuid.uuid4().hex[:6]}"
+
+
 class Run:
     """One run while its parts are up: :meth:`execute` runs :data:`PHASES` in order.
 
@@ -130,7 +140,7 @@ class Run:
                  progress: RunProgress | None, cluster: Any = None):
         self.plan, self.layout, self.progress = plan, layout, progress
         self.clock = LoadClock(clock)
-        suffix = "" if cluster is None else f"-{layout.name[:16].lower()}"
+        suffix = "" if cluster is None else run_suffix(layout.name)
         self.topic = f"{plan.profile.topic}{suffix}"
         self.group = f"{plan.deployment.replica.group}{suffix}"
         self.parts = _Parts(cluster=cluster)

@@ -79,6 +79,41 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+#: How many times :meth:`EmbeddedKafka.start` picks fresh ports when another process took them.
+PORT_ATTEMPTS = 3
+
+
+class _PortTaken(Exception):
+    """The broker could not have its ports: its JVM failed to bind, or another broker answered."""
+
+
+def _bind_failed(home: Path | None) -> bool:
+    """True when the broker's logs say a listener could not bind (``Address already in use``)."""
+    if home is None:
+        return False
+    for name in ("stdout.log", "server.log"):
+        path = home / "logs" / name
+        if path.exists() and "Address already in use" in path.read_text(errors="replace"):
+            return True
+    return False
+
+
+def read_cluster_id(meta_properties: Path) -> str:
+    """The ``cluster.id`` in a formatted log directory's ``meta.properties``.
+
+    Raises:
+        BrokerError: the file is missing or has no ``cluster.id`` line.
+    """
+    try:
+        for line in meta_properties.read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "cluster.id":
+                return value.strip()
+    except OSError as exc:
+        raise BrokerError(f"kafka: cannot read {meta_properties}: {exc}") from exc
+    raise BrokerError(f"kafka: {meta_properties} has no cluster.id line")
+
+
 def new_cluster_id() -> str:
     """A Kafka cluster id: 16 random bytes, URL-safe base64, no padding, not starting with '-'.
 
@@ -143,6 +178,9 @@ class EmbeddedKafka(StartStop):
         self.controller_port: int | None = None
         self.process: ManagedProcess | None = None
         self.startup_s: float | None = None
+        #: The cluster id in this broker's ``meta.properties``; readiness waits for a broker that
+        #: reports it, so another broker on a reused port is never taken for this one.
+        self.cluster_id: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -164,16 +202,35 @@ class EmbeddedKafka(StartStop):
         dist = artifacts.resolve()
         self.home = self._given_dir or Path(tempfile.mkdtemp(prefix="lagscale-kafka-"))
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
-        self.port, self.controller_port = free_port(), free_port()
-        while self.controller_port == self.port:
-            self.controller_port = free_port()
-        props = self._write_config()
-        self._format(dist, props)
-        self.process = ManagedProcess(
-            "kafka", self._broker_argv(dist, props),
-            log_path=self.home / "logs" / "stdout.log",
-        ).start()
-        self._wait_ready(started)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self.port, self.controller_port = free_port(), free_port()
+            while self.controller_port == self.port:
+                self.controller_port = free_port()
+            props = self._write_config()
+            self._format(dist, props)
+            self.process = ManagedProcess(
+                "kafka", self._broker_argv(dist, props),
+                log_path=self.home / "logs" / "stdout.log",
+            ).start()
+            try:
+                self._wait_ready(time.monotonic())
+                break
+            except _PortTaken:
+                # free_port() is a moment-ago answer: another process (a pytest-xdist worker's
+                # broker) bound the port between our probe and the JVM's bind. Try fresh ports
+                # on fresh storage (the KRaft bootstrap checkpoint names the controller port).
+                self.process.stop(self.stop_timeout_s)
+                self.process = None
+                for name in ("stdout.log", "server.log"):
+                    log = self.home / "logs" / name
+                    if log.exists():
+                        log.rename(log.with_name(f"{name}.attempt-{attempt}"))
+                if attempt == PORT_ATTEMPTS or self._given_dir is not None:
+                    raise BrokerError(
+                        f"kafka: ports {self.port}/{self.controller_port} were taken by another "
+                        f"process ({attempt} attempt(s); a given data_dir is not re-formatted); "
+                        f"see {self.home / 'logs'}") from None
+                shutil.rmtree(self.home / "data", ignore_errors=True)
         self.startup_s = time.monotonic() - started
         return self
 
@@ -218,6 +275,8 @@ class EmbeddedKafka(StartStop):
                 f"-Dkafka.logs.dir={self.home / 'logs'}", "-cp", dist.classpath]
 
     def _format(self, dist: artifacts.KafkaDistribution, props: Path) -> None:
+        """Format the storage (kept as it is when a given directory was formatted before) and
+        read back the cluster id it holds into :attr:`cluster_id`."""
         argv = [*self._jvm_base(dist, 256), "kafka.tools.StorageTool", "format",
                 "-t", new_cluster_id(), "-c", str(props), "--standalone", "--ignore-formatted"]
         assert self.home is not None
@@ -228,6 +287,7 @@ class EmbeddedKafka(StartStop):
             tail = "\n".join(fmt.tail())
             raise BrokerError(f"kafka: storage format exited with {code}; see "
                               f"{fmt.log_path}\n{tail}")
+        self.cluster_id = read_cluster_id(self.home / "data" / "meta.properties")
 
     def _broker_argv(self, dist: artifacts.KafkaDistribution, props: Path) -> list[str]:
         return [*self._jvm_base(dist, self.heap_mb), "kafka.Kafka", str(props)]
@@ -240,18 +300,25 @@ class EmbeddedKafka(StartStop):
                              "socket.connection.setup.timeout.ms": 1000,
                              "log_level": 0})  # refused connects are expected here
         deadline = started + self.startup_timeout_s
+        foreign: str | None = None
         while True:
             code = self.process.poll()
             if code is not None:
+                if foreign is not None or _bind_failed(self.home):
+                    raise _PortTaken()
                 raise BrokerError(f"kafka: broker exited with code {code} during startup; "
                                   f"see {self.log_path}\n{self._log_tail()}")
             try:
                 md = admin.list_topics(timeout=1.0)
-                if md.brokers:
+                if md.brokers and md.cluster_id == self.cluster_id:
                     return
+                if md.brokers:
+                    foreign = md.cluster_id  # another broker answers on our port
             except Exception:  # KafkaException while the listener is not up yet
                 pass
             if time.monotonic() > deadline:
+                if foreign is not None:
+                    raise _PortTaken()
                 raise ReadinessTimeout(
                     f"kafka: timed out after {self.startup_timeout_s:.0f} s waiting for the "
                     f"broker on {self.bootstrap_servers}; raise startup_timeout_s or check "

@@ -10,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from pytest_lagscale.errors import BrokerError
 from pytest_lagscale.kafka.admin import KafkaAdmin, KafkaLagSource
@@ -32,6 +33,27 @@ def test_broker_starts_and_stops_leaving_no_process_of_its_group() -> None:
     assert kafka.process.stop_outcome == "terminated"  # SIGTERM sufficed (controlled shutdown)
     assert group_members(pgid) == []
     assert not home.exists(), "temporary data dir was not removed"
+
+
+def test_broker_whose_port_another_broker_holds_starts_on_fresh_ports(monkeypatch,
+                                                                       kafka_cluster) -> None:
+    """Two pytest-xdist workers may be handed the same moment-ago-free port. The second broker
+    must not take the first for itself (CI saw two runs share a broker that way and collide on
+    one topic name): it waits for its own cluster id, and on a failed bind starts again."""
+    from pytest_lagscale.kafka import embedded
+
+    taken = int(kafka_cluster.bootstrap_servers.rsplit(":", 1)[1])
+    ports = iter([taken])
+    real_free_port = embedded.free_port
+    monkeypatch.setattr(embedded, "free_port", lambda: next(ports, None) or real_free_port())
+    with EmbeddedKafka() as kafka:
+        assert kafka.port != taken
+        assert kafka.cluster_id and kafka.cluster_id != kafka_cluster.cluster_id
+        logs = sorted(p.name for p in (kafka.home / "logs").iterdir())
+        assert "stdout.log.attempt-1" in logs or "server.log.attempt-1" in logs, logs
+        KafkaAdmin(kafka.bootstrap_servers).create_topic("own-topic", 1)
+        other = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+        assert "own-topic" not in other.list_topics(timeout=10).topics
 
 
 def test_broker_killed_after_timeout_when_sigterm_is_ignored() -> None:
