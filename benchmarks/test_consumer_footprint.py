@@ -15,9 +15,10 @@ broker on its own 8-partition topic:
 
 A second test measures one replica's capacity at ``--process-ms 5 --inflight 10`` (nominal
 2000 records/s) in 2000-record batches (floor: 0.9x nominal for Arrow, 0.7x for Spark, whose
-engine time adds to each batch). Targets (Spark engine, from the consumer contract):
-ready <= 12 s, RSS under load <= 450 MB, engine <= 120 ms per 5k batch; the Arrow engine is
-held to the same. Every number goes to the benchmark JSON (``extra_info``) before asserting.
+engine time adds to each batch). Targets: ready <= 12 s for both engines; RSS under load
+<= 450 MB and engine <= 120 ms per 5k batch for the Arrow engine, recorded (not asserted) for
+Spark, whose measured floor was accepted instead (see :data:`RECORDED_ONLY`). Every number goes
+to the benchmark JSON (``extra_info``) before asserting.
 """
 
 from __future__ import annotations
@@ -49,14 +50,12 @@ TARGETS = {"cold_start_s": 12.0, "rss_load_mb": 450.0, "engine_ms_per_5k_batch":
 # The Spark engine adds ~0.2-0.3 s per 2000-record batch to the 1 s of simulated writes.
 CAPACITY_MIN_RATIO = {"arrow": 0.9, "spark": 0.7}
 ENGINES = [pytest.param("spark", id="spark"), pytest.param("arrow", id="arrow")]
-#: Targets an engine is known to miss today. The test still measures and records them (JSON
-#: verdict "fail") and still fails on every other target; a known gap makes it xfail instead.
-#: Spark on the 2-core machine: RSS under load 502-555 MB (floor of this design, measured with
-#: NMT and a class histogram: ~150 MB of class data for ~19k classes, ~64 MB live heap of the
-#: session itself, ~30 MB code cache, ~100 MB Python with pyarrow), engine 118-161 ms per 5k
-#: batch depending on machine load and JIT warm-up (see spark_consumer.engine.spark). Issue 3
-#: reports these two targets blocked; remove an entry when a target is met.
-KNOWN_GAPS: dict[str, frozenset[str]] = {
+#: Targets not asserted for an engine: its figure is recorded (verdict "recorded") and kept in the
+#: benchmark JSON for comparison runs. Spark's footprint floor on the 2-core machine (RSS under
+#: load ~510-555 MB, engine 118-180 ms per 5k batch; see spark_consumer.engine.spark) was accepted
+#: in issue 10 in place of the consumer contract's 450 MB / 120 ms; the system-level targets of
+#: benchmarks/test_spark_engines.py hold the engine to account instead.
+RECORDED_ONLY: dict[str, frozenset[str]] = {
     "spark": frozenset({"rss_load_mb", "engine_ms_per_5k_batch"}),
 }
 
@@ -210,9 +209,12 @@ def test_replica_footprint(benchmark, kafka_cluster, tmp_path, request, engine: 
                                             request.node.name), rounds=1, iterations=1)
     checks = [("cold_start_s", fp.cold_start_s), ("rss_load_mb", fp.rss_load_mb),
               ("engine_ms_per_5k_batch", fp.engine_ms_per_5k_batch)]
+    recorded = RECORDED_ONLY.get(engine, frozenset())
     assertions = [{"name": f"{key} <= {TARGETS[key]}", "threshold": TARGETS[key],
                    "value": value, "verdict": "pass" if value <= TARGETS[key] else "fail"}
-                  for key, value in checks]
+                  for key, value in checks if key not in recorded]
+    assertions += [{"name": key, "threshold": None, "value": value, "verdict": "recorded"}
+                   for key, value in checks if key in recorded]
     benchmark.extra_info.update({
         "inputs": {"engine": engine, "partitions": PARTITIONS, "process_ms": 0,
                    "max_batch": 5000, "backlog_records": BACKLOG_RECORDS[engine],
@@ -238,12 +240,7 @@ def test_replica_footprint(benchmark, kafka_cluster, tmp_path, request, engine: 
     })
     print(f"\n{engine}: {asdict(fp)}")
     failed = [a for a in assertions if a["verdict"] == "fail"]
-    gaps = [a for a in failed if a["name"].split(" ")[0] in KNOWN_GAPS.get(engine, ())]
-    hard = [a for a in failed if a not in gaps]
-    assert not hard, f"{engine} replica missed its footprint targets: {failed}"
-    if gaps:
-        pytest.xfail(f"known gap (issue 3): {engine} replica misses "
-                     f"{[(a['name'], a['value']) for a in gaps]}; see KNOWN_GAPS")
+    assert not failed, f"{engine} replica missed its footprint targets: {failed}"
 
 
 def _capacity(kafka_cluster, tmp_path: Path, engine: str, name: str) -> float:
