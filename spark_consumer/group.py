@@ -210,6 +210,8 @@ class RebalanceHandler:
     length. Assign lists are added to the assignment, revoke/lost lists removed, which is right
     for eager (full lists, revoke first) and cooperative (incremental lists) protocols alike.
     Set :attr:`closing` before ``close()``: its final revoke is then not counted as a rebalance.
+    Listeners added with :meth:`add_removed_listener` hear of every revoked or lost partition
+    first, before any commit (the micro-batch trigger drops those partitions' buffered records).
 
     Args:
         committer: commits pending offsets of revoked partitions.
@@ -230,6 +232,12 @@ class RebalanceHandler:
         self.joined = False
         self.closing = False
         self._episode_start: float | None = None
+        self._removed_listeners: list[Callable[[list[int]], None]] = []
+
+    def add_removed_listener(self, listener: Callable[[list[int]], None]) -> None:
+        """Call ``listener(partitions)`` (sorted partition numbers) on each revoke or lost
+        callback, inside it and before its commits."""
+        self._removed_listeners.append(listener)
 
     def on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         parts = sorted(tp.partition for tp in partitions)
@@ -259,6 +267,7 @@ class RebalanceHandler:
         parts = sorted(tp.partition for tp in partitions)
         self._begin()
         self._events.emit("revoked", partitions=parts)
+        self._removed(parts)
         self.committer.flush(parts)
         self.assigned.difference_update(parts)
         self._publish(parts, 0)
@@ -267,9 +276,14 @@ class RebalanceHandler:
         parts = sorted(tp.partition for tp in partitions)
         self._begin()
         self._events.emit("lost", partitions=parts)
+        self._removed(parts)
         self.committer.drop(parts)
         self.assigned.difference_update(parts)
         self._publish(parts, 0)
+
+    def _removed(self, parts: list[int]) -> None:
+        for listener in self._removed_listeners:
+            listener(parts)
 
     def _begin(self) -> float:
         if self._episode_start is None:

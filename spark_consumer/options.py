@@ -52,6 +52,7 @@ class ConsumerOptions:
     instance_id: str | None
     max_batch: int
     batch_wait_ms: float
+    trigger_interval_s: float
     replica_id: str
     engine: str
     event_log: Path | None
@@ -142,7 +143,7 @@ def _finish(v: dict[str, Any]) -> ConsumerOptions:
         drain_timeout_s=v["drain_timeout"], metrics_host=v["metrics_host"],
         metrics_port=v["metrics_port"], port_file=v["port_file"], store=v["store"],
         instance_id=v["instance_id"], max_batch=v["max_batch"],
-        batch_wait_ms=v["batch_wait_ms"],
+        batch_wait_ms=v["batch_wait_ms"], trigger_interval_s=v["trigger_interval"],
         replica_id=v["replica_id"] or _default_replica_id(), engine=v["engine"],
         event_log=v["event_log"], dimension=v["dimension"] or DEFAULT_DIMENSION,
         log_batches=v["log_batches"],

@@ -2,7 +2,9 @@
 
 Drain. SIGTERM or SIGINT sets a stop flag and arms a watchdog of ``--drain-timeout`` seconds.
 The poll loop stops fetching; a batch in progress finishes the write waves in flight, writes the
-finished prefix and commits exactly it; ``close()`` then runs the final revoke callback (which
+finished prefix and commits exactly it; records the trigger (``--trigger-interval``, see
+:mod:`spark_consumer.trigger`) buffered for a later batch are neither processed nor committed (the
+``drained`` event counts them); ``close()`` then runs the final revoke callback (which
 retries any pending commit) and leaves the group. Static members (``--instance-id``) do not
 leave: classic groups keep their partitions until the session timeout, KIP-848 groups get a
 temporary leave (epoch -2) — a restart within the timeout gets the same partitions back without
@@ -36,6 +38,7 @@ from .metrics import MetricsServer, ReplicaMetrics
 from .options import ConsumerOptions
 from .pipeline import BatchProcessor, WriteSimulator
 from .store import ParquetStore
+from .trigger import MicroBatch, MicroBatchTrigger, TriggerSettings
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -71,7 +74,6 @@ class Replica:
         self._engine_ready = False
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
-        self._poll_s = 0.0
         self.handler: RebalanceHandler | None = None
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
                                     self.opts.metrics_port)
@@ -116,7 +118,8 @@ class Replica:
         ev, opts = self.p.events, self.opts
         ev.emit("started", engine=opts.engine, balancer=opts.balancer, group=opts.group,
                 topic=opts.topic, commit=opts.commit, instance_id=opts.instance_id,
-                process_ms=opts.process_ms, inflight=opts.inflight, max_batch=opts.max_batch)
+                process_ms=opts.process_ms, inflight=opts.inflight, max_batch=opts.max_batch,
+                trigger_interval_s=opts.trigger_interval_s)
         self.p.metrics.info.info({
             "replica_id": opts.replica_id, "engine": opts.engine, "balancer": opts.balancer,
             "group": opts.group, "topic": opts.topic, "commit": opts.commit,
@@ -171,39 +174,37 @@ class Replica:
             self.p.engine, self.p.store,
             WriteSimulator(self.opts.process_ms, self.opts.inflight, self.p.clock), m,
             self.p.clock, on_first_record=lambda: ev.emit("first_record"))
-        code = self._poll_loop(consumer, processor, committer)
-        self._close(consumer, committer)
+        trigger = MicroBatchTrigger(consumer, TriggerSettings.from_options(self.opts),
+                                    self.p.clock, should_stop=self.stop_requested.is_set,
+                                    is_error=self._is_error, on_poll=m.batch_poll.observe)
+        self.handler.add_removed_listener(trigger.drop)
+        code = self._poll_loop(consumer, trigger, processor, committer)
+        self._close(consumer, committer, trigger)
         return code
 
-    def _poll_loop(self, consumer: GroupConsumer, processor: BatchProcessor,
-                   committer: OffsetCommitter) -> int:
-        wait_s = self.opts.batch_wait_ms / 1000.0
+    def _poll_loop(self, consumer: GroupConsumer, trigger: MicroBatchTrigger,
+                   processor: BatchProcessor, committer: OffsetCommitter) -> int:
+        """Poll slices and run the batches the trigger hands out until stopped or failed."""
         probe = self._probe(consumer)
-        clock = self.p.clock
         while not self.stop_requested.is_set() and self._fatal is None:
-            t0 = clock.now()
-            messages = consumer.consume(self.opts.max_batch, wait_s)
-            self._poll_s = clock.now() - t0
-            if messages:
-                self.p.metrics.batch_poll.observe(self._poll_s)
+            batch = trigger.poll()
             if probe is not None and self.handler is not None and not self.handler.joined:
                 if probe.joined():
                     self.handler.mark_joined(via="describe_group")
-            good = [msg for msg in messages if not self._is_error(msg)]
-            if good and not self._run_batch(good, processor, committer):
+            if batch is not None and not self._run_batch(batch, processor, committer):
                 return EXIT_FAILED
         if self._fatal is not None:
             self.p.events.emit("error", where="kafka", error=self._fatal)
             return EXIT_FAILED
         return EXIT_OK
 
-    def _run_batch(self, messages: list[Any], processor: BatchProcessor,
+    def _run_batch(self, batch: MicroBatch, processor: BatchProcessor,
                    committer: OffsetCommitter) -> bool:
         """Process and commit one batch; False when the engine or the store failed."""
         m, clock = self.p.metrics, self.p.clock
-        m.inflight.set(len(messages))
+        m.inflight.set(len(batch.messages))
         try:
-            outcome = processor.process(messages, self.stop_requested.is_set)
+            outcome = processor.process(batch.messages, self.stop_requested.is_set)
         except Exception as exc:  # engine or store failure: stop without committing
             self.p.events.emit("error", where="batch", error=repr(exc))
             m.inflight.set(0)
@@ -215,8 +216,10 @@ class Replica:
         m.inflight.set(0)
         if self.opts.log_batches:
             self.p.events.emit("batch", messages=outcome.messages, records=outcome.records_done,
-                               poll_s=round(self._poll_s, 4), engine_s=round(outcome.engine_s, 4),
-                               commit_s=round(commit_s, 4), partitions=sorted(outcome.offsets))
+                               poll_s=round(batch.poll_s, 4), engine_s=round(outcome.engine_s, 4),
+                               commit_s=round(commit_s, 4), partitions=sorted(outcome.offsets),
+                               trigger_wait_s=round(batch.trigger_wait_s, 4),
+                               started_monotonic_s=round(batch.started_s, 6))
         if outcome.stopped_early:
             self.p.events.emit("batch_cut", messages=outcome.messages,
                                messages_done=outcome.messages_done,
@@ -231,9 +234,11 @@ class Replica:
         member_id = getattr(consumer, "memberid", lambda: None)
         return MembershipProbe(member_id, describe, self.p.clock)
 
-    def _close(self, consumer: GroupConsumer, committer: OffsetCommitter) -> None:
+    def _close(self, consumer: GroupConsumer, committer: OffsetCommitter,
+               trigger: MicroBatchTrigger) -> None:
         self.p.events.emit("drained", pending_offsets={str(k): v for k, v in
-                                                       sorted(committer.pending.items())})
+                                                       sorted(committer.pending.items())},
+                           buffered_dropped=trigger.discard())
         if self.handler is not None:
             self.handler.closing = True
         consumer.close()
