@@ -174,6 +174,9 @@ FLAGS: tuple[Flag, ...] = (
          "a whole number of records in 1..1000000", "5000", 2000, "RECORDS", lo=1, hi=1000000),
     Flag("batch-wait-ms", float, "Longest wait for a micro-batch to fill (default: 500)",
          "a number of ms in 1..60000", "500", 500.0, "MS", lo=1.0, hi=60000.0),
+    Flag("trigger-interval", float, "Shortest time from one micro-batch's start to the next, "
+         "as Spark's processingTime trigger, 0 = one consume() per batch "
+         "(default: 0)", "a number of seconds in 0..300", "2", 0.0, "SECONDS", lo=0.0, hi=300.0),
     Flag("replica-id", str, "Name in metrics, event log, store rows and client.id "
          "(default: <hostname>-<pid>)", _ID_TEXT, "replica-0001", metavar="ID",
          pattern=ID_PATTERN, platform=True),
