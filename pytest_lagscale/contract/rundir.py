@@ -106,6 +106,8 @@ class RunDir:
     prometheus_dir = _In("prometheus")
     reconcile_log = _In("reconcile.log")
     librdkafka_log = _In("librdkafka.log")
+    #: The output of the local platform's image build step (the replicas' CDS training).
+    image_build_log = _In("image-build.log")
 
     def source_events(self, source: str) -> Path:
         """The event log of ``source`` (``runner``, ``producer``, ``controller``, ``platform``)."""

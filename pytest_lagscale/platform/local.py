@@ -34,6 +34,7 @@ from ..eventlog import EventLog
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
+from .image import PreparedImage, prepare_image
 
 if TYPE_CHECKING:
     from ..config.deployment import DeploymentConfig
@@ -128,11 +129,23 @@ class LocalDeployment(StartStop):
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._monitor: threading.Thread | None = None
+        self.image: PreparedImage | None = None
 
     # -- public API ----------------------------------------------------------------------
     def start(self) -> "LocalDeployment":
-        """Start the readiness/liveness monitor thread; returns self."""
+        """Run the image build step once (:func:`~pytest_lagscale.platform.image.prepare_image`,
+        event ``image_prepared``), start the readiness/liveness monitor thread; returns self.
+
+        Raises:
+            ReplicaError: the image build step failed.
+        """
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        if self.image is None:
+            self.image = prepare_image(self.template.argv, dict(self.template.env),
+                                       self.layout.image_build_log)
+            self.events.emit("image_prepared", engine=self.image.engine,
+                             cds_archive=self.image.cds_archive,
+                             duration_s=self.image.duration_s)
         if self._monitor is None:
             self._monitor = threading.Thread(target=self._monitor_loop, name=f"{self.name}-probe",
                                              daemon=True)

@@ -89,3 +89,18 @@ def test_wait_ready_timeout_names_each_replica_and_its_log(tmp_path) -> None:
         with pytest.raises(ReplicaError, match=r"(?s)lagscale-consumer: 0 of 1 replicas ready "
                                                r"after 1 s; .*replica-0001: not ready \(exit None\)"):
             deployment.wait_ready(1, within_s=1)
+
+
+def test_a_spark_template_gets_its_image_built_before_the_first_replica(tmp_path) -> None:
+    """The local platform runs the replica image's build step (the CDS training) once, before
+    any replica starts, and records where the archive is: every Spark replica then maps it."""
+    template = ReplicaTemplate(argv=(sys.executable, "-m", "spark_consumer", "--engine=spark"))
+    with LocalDeployment(template, tmp_path) as deployment:
+        image = deployment.image
+        assert image is not None and image.engine == "spark"
+        assert image.cds_archive and Path(image.cds_archive).is_file(), image
+        assert image.cds_archive.endswith(".jsa")
+        assert deployment.current_replicas == 0
+    (event,) = _events(tmp_path, "image_prepared")
+    assert event["cds_archive"] == image.cds_archive and event["duration_s"] == image.duration_s
+    assert (tmp_path / "image-build.log").is_file()
