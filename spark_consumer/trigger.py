@@ -128,8 +128,8 @@ class MicroBatchTrigger:
             return self._poll_once()
         if not self._due(self._clock.now()):
             self._fill()
-            if self._should_stop():
-                return None
+        if self._should_stop():
+            return None
         now = self._clock.now()
         return self._take(now) if self._due(now) else None
 
