@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .config.bundled import SCALES, resolve_manifest, resolve_profile
-from .contract.flags import BALANCERS, ENGINES
+from .contract.flags import BALANCERS, ENGINES, FLAG_BY_OPTION
 from .kafka import KINDS
 from .platform import PLATFORMS
 
@@ -88,6 +88,25 @@ def parse_settle_timeout(value: str) -> float:
         raise argparse.ArgumentTypeError(
             f"--settle-timeout: {seconds!r} is out of range; allowed: {allowed}")
     return seconds
+
+
+def replica_flag_parser(option: str) -> Callable[[str], Any]:
+    """A parser for a run option that overrides the replica flag ``option`` (``--trigger-interval``):
+    the value is checked against the contract's flag table, the same check the replica makes.
+
+    The parser raises ``argparse.ArgumentTypeError`` naming the option, the value and the
+    flag's allowed range (with its unit).
+    """
+    flag = FLAG_BY_OPTION[option]
+
+    def parse(value: str) -> Any:
+        try:
+            return flag.parse(str(value).strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{option}: {value!r} is not allowed; allowed: {flag.allowed}") from None
+
+    return parse
 
 
 def parse_kafka_config(value: str) -> tuple[str, str]:
@@ -204,6 +223,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "profile's.", metavar="N", parse=parse_partitions),
     _choices("engine", "engine", ENGINES, "The replicas' processing engine. Default: the "
              "Deployment's."),
+    RunOption("trigger-interval", "trigger_interval_s", "The replicas' micro-batch trigger "
+              "interval in seconds (0 to 300; 0 = a batch per poll). Default: the Deployment's.",
+              metavar="SECONDS", parse=replica_flag_parser("--trigger-interval")),
     RunOption("graceful", "graceful", "Scale-down drains replicas with SIGTERM within the grace "
               "period; --no-graceful SIGKILLs them. Default: graceful.", default=True,
               negatable=True),

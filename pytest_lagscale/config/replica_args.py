@@ -45,6 +45,7 @@ class ReplicaArgs:
         store: ``--store`` path of the downstream Parquet store.
         instance_id: ``--instance-id`` for static membership (None = dynamic).
         engine: ``--engine``: spark (default) or arrow.
+        trigger_interval_s: ``--trigger-interval``: seconds between micro-batch starts (0..300).
         flags: every flag as written (after ``$(VAR)`` expansion).
     """
 
@@ -60,6 +61,7 @@ class ReplicaArgs:
     store: str
     instance_id: str | None = None
     engine: str = "spark"
+    trigger_interval_s: float = 0.0
     flags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -111,6 +113,8 @@ def _replica_args(v: Mapping[str, Any], flags: Mapping[str, str]) -> ReplicaArgs
         process_ms=v["process_ms"], inflight=v["inflight"], commit=v["commit"],
         drain_timeout_s=v["drain_timeout"], metrics_port=v["metrics_port"], store=v["store"],
         instance_id=v.get("instance_id"), engine=v.get("engine", FLAG_BY_OPTION["--engine"].default),
+        trigger_interval_s=v.get("trigger_interval",
+                                 FLAG_BY_OPTION["--trigger-interval"].default),
         flags=MappingProxyType(dict(flags)))
 
 

@@ -12,7 +12,7 @@ from ..analyze.measure import RunSpec, measure
 from ..analyze.tables import events_from_records, spike_window
 from ..report.benchjson import Inputs
 from .environment import commit_info, machine_info, versions
-from .result import RunResult
+from .result import RunResult, run_title
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,15 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
     inputs = Inputs(
         profile=plan.profile.name, policy=plan.policy_name, balancer=plan.balancer,
         partitions=plan.profile.partitions, seed=plan.profile.seed, scale=plan.settings.scale,
-        engine=plan.engine, versions=versions(kafka_version), broker=broker)
+        engine=plan.engine, trigger_interval_s=plan.trigger_interval_s,
+        versions=versions(kafka_version), broker=broker)
     start_s, end_s = spike_window(events)  # as recorded, else as scheduled
     spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
     actions = [(a["scheduled_s"], a["label"]) for a in run.actions_done]
     write_timeline_png(run.timeline, layout.timeline_png, spike=spike,
                        steps=list(measurements.steps), actions=actions,
-                       title=f"{plan.settings.label()}: lag, replicas, consume rate")
+                       title=f"{run_title(plan.settings.label(), inputs)}: lag, replicas, "
+                             "consume rate")
     result = RunResult(settings=plan.settings, run_dir=layout.root, spec=spec,
                        measurements=measurements, reconciliation=reconciliation,
                        timeline=run.timeline, events=events, inputs=inputs,

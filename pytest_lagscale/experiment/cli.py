@@ -105,7 +105,7 @@ def _run_one(plan: Any, console: Any) -> Any:
 
         result = run_plan(plan, progress=progress, on_run_dir=announce)
     console.print(measurements_table(result.measurements,
-                                     title=f"lagscale run {plan.settings.label()}"))
+                                     title=f"lagscale run {result.title}"))
     rec = result.reconciliation
     if rec is not None:
         console.print(f"reconciliation (Spark): produced {rec.produced_total:,}, lost "

@@ -31,6 +31,7 @@ class RunPlan:
         capacity_per_s: one replica's nominal records/s (inflight x 1000 / process-ms), or None
             when process-ms is 0.
         engine, balancer: what the replicas run with.
+        trigger_interval_s: the replicas' micro-batch trigger interval, seconds.
         spike: ``(start_s, end_s)`` of the profile's spike (steps labelled ``spike``), or None.
         actions: the scheduled actions, checked, ordered by time.
         max_partitions: the most partitions the topic has during the run (after the actions).
@@ -57,6 +58,7 @@ class RunPlan:
     reference_lag_threshold: int = 0
     policy_kind: str = ""
     replica_range: tuple[int, int] = (1, 1)
+    trigger_interval_s: float = 0.0
 
     def build_policy(self, *, created_at_s: float = 0.0) -> Any:
         """A fresh :class:`~pytest_lagscale.control.policy.base.ScalingPolicy` of this plan."""
@@ -119,6 +121,8 @@ def plan_run(settings: RunSettings) -> RunPlan:
         flag_overrides["--balancer"] = settings.balancer
     if settings.engine:
         flag_overrides["--engine"] = settings.engine
+    if settings.trigger_interval_s is not None:
+        flag_overrides["--trigger-interval"] = f"{settings.trigger_interval_s:g}"
     replica = deployment.replica
     capacity = (replica.inflight * 1000.0 / replica.process_ms) if replica.process_ms else None
     policy = build_policy(policy_config)
@@ -134,6 +138,9 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    deployment=deployment, flag_overrides=flag_overrides,
                    lag_threshold=policy.lag_threshold_records, capacity_per_s=capacity,
                    engine=settings.engine or replica.engine,
+                   trigger_interval_s=(settings.trigger_interval_s
+                                       if settings.trigger_interval_s is not None
+                                       else replica.trigger_interval_s),
                    balancer=settings.balancer or replica.balancer,
                    spike=profile_spike_window(profile), actions=actions,
                    max_partitions=max([profile.partitions, *grown]),

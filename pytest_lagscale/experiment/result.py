@@ -40,6 +40,17 @@ TOLERANCES: dict[str, float] = {
 }
 
 
+def run_title(label: str, inputs: Inputs) -> str:
+    """The name a run goes by in its summary, timeline PNG and terminal table: its label and
+    what the replicas ran on, e.g. ``spike-ci · engine spark, trigger 2 s``."""
+    parts = [f"engine {inputs.engine}"]
+    if inputs.trigger_interval_s:
+        parts.append(f"trigger {inputs.trigger_interval_s:g} s")
+    if inputs.spark_remote:
+        parts.append(f"remote {inputs.spark_remote}")
+    return f"{label} · {', '.join(parts)}"
+
+
 @dataclass
 class RunResult:
     """One analysed run.
@@ -106,13 +117,18 @@ class RunResult:
                                          if self.reconciliation is not None else None)}
         return doc
 
+    @property
+    def title(self) -> str:
+        """See :func:`run_title`."""
+        return run_title(self.settings.label(), self.inputs)
+
     def write(self) -> Path:
         """(Re)write ``benchmark.json`` and ``summary.md`` atomically; returns the JSON path."""
         tmp = self.benchmark_path.with_name(".benchmark.json.tmp")
         tmp.write_text(json.dumps(self.document(), indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, self.benchmark_path)
         write_summary(self.run_dir / "summary.md", self.measurements, self.assertions,
-                      title=f"lagscale run {self.settings.label()}")
+                      title=f"lagscale run {self.title}")
         return self.benchmark_path
 
     def check(self, name: str, value: float | None, threshold: float | None,

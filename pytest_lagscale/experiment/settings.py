@@ -37,6 +37,7 @@ class RunSettings:
         balancer: overrides the replicas' ``--balancer``.
         partitions: overrides the profile's partition count (1..1024).
         engine: overrides the replicas' ``--engine``.
+        trigger_interval_s: overrides the replicas' ``--trigger-interval`` (seconds, 0..300).
         graceful: False: scale-down SIGKILLs replicas (experiment 6 without graceful drain).
         out_dir: parent of the run directory.
         name: run name (the directory is ``<out_dir>/<UTC stamp>-<name>``); default: the
@@ -60,6 +61,7 @@ class RunSettings:
     balancer: str | None = None
     partitions: int | None = None
     engine: str | None = None
+    trigger_interval_s: float | None = None
     graceful: bool = True
     out_dir: Path = Path("lagscale-runs")
     name: str | None = None
@@ -145,6 +147,8 @@ class RunSettings:
             parts.append(f"p{self.partitions}")
         if self.engine:
             parts.append(self.engine)
+        if self.trigger_interval_s is not None:
+            parts.append(f"ti{self.trigger_interval_s:g}")
         if not self.graceful:
             parts.append("sigkill")
         return "-".join(parts)

@@ -5,6 +5,7 @@ A document (``schema_version`` 1) is a dict::
     {"schema_version": 1, "lagscale_version": "0.1.0", "datetime": "<UTC ISO-8601>",
      "machine_info": {...}, "commit_info": {"id": str, "dirty": bool, ...},
      "inputs": {"profile", "policy", "balancer", "partitions", "seed", "scale", "engine",
+                "trigger_interval_s", "spark_remote" (Spark Connect only, no credentials),
                 "versions": {"kafka", "spark", "librdkafka", "python"}, "broker": {...}},
      "metrics": {name: {"value": float | None, "unit": str,
                         "direction": "lower_is_better" | "higher_is_better",
@@ -70,7 +71,9 @@ class Assertion:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What the run was given. ``versions`` maps kafka/spark/librdkafka/python to strings."""
+    """What the run was given. ``versions`` maps kafka/spark/librdkafka/python to strings;
+    ``trigger_interval_s`` is the replicas' micro-batch trigger (seconds); ``spark_remote`` the
+    Spark Connect URL with credentials removed (None for other engines)."""
 
     profile: str
     policy: str
@@ -79,6 +82,8 @@ class Inputs:
     seed: int
     scale: str
     engine: str = "spark"
+    trigger_interval_s: float | None = None
+    spark_remote: str | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
     broker: Mapping[str, Any] = field(default_factory=dict)
 

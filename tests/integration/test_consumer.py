@@ -90,14 +90,20 @@ def test_sigterm_mid_stream_drains_and_the_group_loses_and_duplicates_nothing(
     assert time.monotonic() - t0 < 20
     names = victim.event_names()
     # first_record may land after the signal: it marks the first write of the batch that
-    # was polled before it (seen in CI), and says nothing about the drain.
-    tail = [n for n in names[names.index("sigterm"):] if n != "first_record"]
+    # was polled before it (seen in CI), and says nothing about the drain. A commit may fail
+    # while the other members rebalance (seen in CI: commit_failed after sigterm and again in
+    # revoke); it is retried, and the store below shows whether anything was lost or doubled.
+    tail = [n for n in names[names.index("sigterm"):] if n not in ("first_record",
+                                                                   "commit_failed")]
+    failures = [e for e in victim.events() if e["event"] == "commit_failed"]
     assert tail in (["sigterm", "drained", "revoked", "closed", "exited"],
-                    ["sigterm", "batch_cut", "drained", "revoked", "closed", "exited"]), tail
+                    ["sigterm", "batch_cut", "drained", "revoked", "closed", "exited"]), \
+        (tail, failures)
     thread.join(60)
     wait_all_committed(admin, replicas.group, replicas.topic, group, 90)
     lost, dups = _reconcile(tmp_path / "store", produced[0])
-    assert (lost, dups) == (0, 0), f"after SIGTERM: lost {lost}, duplicated {dups}"
+    assert (lost, dups) == (0, 0), \
+        f"after SIGTERM: lost {lost}, duplicated {dups}; commit failures: {failures}"
 
 
 def test_sigkill_mid_stream_loses_nothing_and_duplicates_at_most_one_batch(

@@ -31,12 +31,14 @@ def test_ci_plan_uses_the_ci_manifests_and_the_profile_spike() -> None:
 def test_overrides_reach_the_policy_profile_and_replica_flags() -> None:
     plan = plan_run(RunSettings(Path("fixtures/profiles/spike.yaml"), scale="full",
                                 lag_threshold=2500, partitions=48, balancer="range",
-                                engine="arrow"))
+                                engine="arrow", trigger_interval_s=1.5))
     assert plan.lag_threshold == 2500
     assert [t.metadata["lagThreshold"] for t in plan.policy_config.triggers
             if t.type == "kafka"] == ["2500"]
     assert plan.profile.partitions == 48
-    assert plan.flag_overrides == {"--balancer": "range", "--engine": "arrow"}
+    assert plan.flag_overrides == {"--balancer": "range", "--engine": "arrow",
+                                   "--trigger-interval": "1.5"}
+    assert plan.trigger_interval_s == 1.5
     assert plan.capacity_per_s == 1600.0
 
 
@@ -117,3 +119,22 @@ def test_progress_prints_plain_lines_on_phase_changes_off_a_terminal() -> None:
     assert lines == [f"lagscale: {Snapshot('load', 0, 240, 1200, 3, 2).line()}",
                      f"lagscale: {Snapshot('settling', 240, 240, 1200, 3, 2).line()}"]
     assert "lag      1,200" in lines[0] and "3 desired / 2 ready" in lines[0]
+
+
+@pytest.mark.parametrize("value", [-1.0, 301.0])
+def test_a_trigger_interval_outside_the_replica_flag_range_is_refused_naming_it(value) -> None:
+    with pytest.raises(ConfigError) as err:
+        plan_run(RunSettings(SPIKE_CI, trigger_interval_s=value))
+    assert "--trigger-interval" in str(err.value) and "0..300" in str(err.value)
+
+
+def test_the_run_title_names_the_engine_and_trigger() -> None:
+    from pytest_lagscale.experiment.result import run_title
+    from pytest_lagscale.report.benchjson import Inputs
+
+    inputs = Inputs("spike-ci", "scaledobject-ci", "range", 8, 1, "ci", engine="spark",
+                    trigger_interval_s=2.0)
+    assert run_title("spike-ci", inputs) == "spike-ci · engine spark, trigger 2 s"
+    remote = Inputs("spike-ci", "p", "range", 8, 1, "ci", engine="spark-connect",
+                    spark_remote="sc://host:15002")
+    assert run_title("x", remote) == "x · engine spark-connect, remote sc://host:15002"
