@@ -137,3 +137,28 @@ def test_bad_flag_exits_2_naming_flag_and_range_and_joins_nothing(
     assert "--inflight: '0' is not a whole number of records in 1..100000" in rp.tail()
     assert rp.events() == []
     assert admin.committed_offsets(replicas.group, replicas.topic) == {0: -1}
+
+
+def test_trigger_interval_spaces_batch_starts_and_processes_everything_once(
+        admin, replicas, kafka_cluster, tmp_path) -> None:
+    """``--trigger-interval=1`` on a steady feed (500 records every 0.25 s plus the producer's
+    own time, far below a full batch): consecutive batches start at least 1 s apart (50 ms
+    slack) and the store holds every produced record exactly once."""
+    admin.create_topic(replicas.topic, PARTITIONS)
+    rp = replicas("r0", *ARROW, "--trigger-interval=1", "--log-batches=true",
+                  "--process-ms", "1", "--inflight", "100", "--max-batch", "20000")
+    rp.wait_ready(60)
+    thread, produced = _produce_in_background(kafka_cluster.bootstrap_servers, replicas.topic,
+                                              batches=20, per_batch=500, pause_s=0.25)
+    thread.join(60)
+    wait_all_committed(admin, replicas.group, replicas.topic, [rp], 60)
+    assert rp.stop(30) == "terminated" and rp.process.popen.returncode == 0, rp.tail()
+    batches = [e for e in rp.events() if e["event"] == "batch"]
+    starts = [b["started_monotonic_s"] for b in batches]
+    gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:])]
+    assert len(batches) >= 4 and min(gaps) >= 0.95, f"batch starts {gaps} s apart"
+    assert all(b["trigger_wait_s"] >= 0 for b in batches)
+    assert read_store(tmp_path / "store").num_rows == produced[0]
+    assert sum(b["records"] for b in batches) == produced[0]
+    lost, dups = _reconcile(tmp_path / "store", produced[0])
+    assert (lost, dups) == (0, 0), f"--trigger-interval=1: lost {lost}, duplicated {dups}"
