@@ -15,7 +15,7 @@ from pytest_lagscale.contract.clock import RealClock
 from pytest_lagscale.contract.errors import ConfigError
 
 from .dimension import load_dimension
-from .engine import make_engine
+from .engine import REGISTRY, make_engine
 from .eventlog import EventLog
 from .metrics import ReplicaMetrics
 from .options import ConsumerOptions, parse_options
@@ -40,8 +40,9 @@ def build_replica(opts: ConsumerOptions) -> Replica:
                           "writable directory") from exc
     clock = RealClock()
     events = EventLog(opts.replica_id, opts.event_log, clock)
-    parts = ReplicaParts(opts=opts, engine=make_engine(opts.engine, dimension, opts.replica_id),
-                         events=events, metrics=ReplicaMetrics(clock), store=store, clock=clock)
+    engine = make_engine(opts.engine, dimension, opts.replica_id, remote=opts.spark_remote)
+    parts = ReplicaParts(opts=opts, engine=engine, events=events, metrics=ReplicaMetrics(clock),
+                         store=store, clock=clock)
     return Replica(parts)
 
 
@@ -81,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _lean_memory()
     try:
         opts = parse_options(argv)
+        if REGISTRY[opts.engine].needs_pandas:  # the Spark Connect client imports it
+            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _NoPandas)]
         replica = build_replica(opts)
     except ConfigError as exc:
         for line in exc.problems:

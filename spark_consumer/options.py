@@ -58,6 +58,7 @@ class ConsumerOptions:
     event_log: Path | None
     dimension: Path
     log_batches: bool = False
+    spark_remote: str | None = None
 
     @property
     def cooperative(self) -> bool:
@@ -127,9 +128,12 @@ def _cross_checks(values: dict[str, Any], raws: dict[str, str]) -> list[str]:
         if flag.required and flag.dest not in raws:
             problems.append(f"{flag.option}: missing; pass {flag.option} or set {flag.env}")
     given = {FLAG_BY_DEST[dest].option: raw for dest, raw in raws.items()}
-    balancer = values.get("balancer")
-    for c in conflicts(given, balancer) if balancer is not None else ():  # else: reported
+    balancer, engine = values.get("balancer"), values.get("engine")
+    for c in conflicts(given, balancer, engine) if balancer is not None else ():  # else: reported
         problems.append(f"{c.option}: {given[c.option]!r} {c.reason}; {c.fix}")
+    if engine == "spark-connect" and "spark_remote" not in raws:
+        problems.append("--spark-remote: missing with --engine spark-connect; pass --spark-remote "
+                        "sc://HOST:PORT or set LAGSCALE_SPARK_REMOTE")
     return problems
 
 
@@ -146,7 +150,7 @@ def _finish(v: dict[str, Any]) -> ConsumerOptions:
         batch_wait_ms=v["batch_wait_ms"], trigger_interval_s=v["trigger_interval"],
         replica_id=v["replica_id"] or _default_replica_id(), engine=v["engine"],
         event_log=v["event_log"], dimension=v["dimension"] or DEFAULT_DIMENSION,
-        log_batches=v["log_batches"],
+        log_batches=v["log_batches"], spark_remote=v["spark_remote"],
     )
 
 

@@ -34,7 +34,12 @@ COOPERATIVE_BALANCERS = ("cooperative-sticky", "consumer")
 REMOTE_ASSIGNORS = ("uniform", "range")
 """Broker-side assignors of the KIP-848 ``consumer`` protocol."""
 COMMIT_MODES = ("manual", "auto")
-ENGINES = ("spark", "arrow")
+ENGINES = ("spark", "arrow", "spark-connect")
+SPARK_REMOTE_PATTERN = re.compile(
+    r"sc://(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+    r":(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+    r"(?:/;[A-Za-z_]+=[^;=\s]*(?:;[A-Za-z_]+=[^;=\s]*)*)?")
+"""A Spark Connect URL ``sc://HOST:PORT[/;key=value;...]`` (pyspark's connection string)."""
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """Replica ids and static member ids: 1-64 characters, safe in file names and client ids."""
 BOOL_WORDS = ("1", "0", "true", "false", "yes", "no")
@@ -180,7 +185,15 @@ FLAGS: tuple[Flag, ...] = (
     Flag("replica-id", str, "Name in metrics, event log, store rows and client.id "
          "(default: <hostname>-<pid>)", _ID_TEXT, "replica-0001", metavar="ID",
          pattern=ID_PATTERN, platform=True),
-    _enum("engine", ENGINES, "spark", "Enrichment engine (default: spark)"),
+    Flag("engine", str, "Enrichment engine: a local SparkSession (spark), pyarrow without a JVM "
+         "(arrow) or a Spark Connect server's client (spark-connect, with --spark-remote) "
+         "(default: spark)", "one of " + ", ".join(ENGINES), "spark-connect", "spark",
+         "{" + ",".join(ENGINES) + "}", choices=ENGINES),
+    Flag("spark-remote", str, "Spark Connect server URL, required with --engine spark-connect "
+         "and refused otherwise (default: none)", "a Spark Connect URL "
+         "sc://HOST:PORT (PORT 1-65535), optionally with /;KEY=VALUE parameters separated by ;",
+         "sc://spark-connect:15002",
+         metavar="URL", pattern=SPARK_REMOTE_PATTERN),
     Flag("event-log", Path, "JSONL event log to append to (default: none)", "a path",
          "/data/events.jsonl", metavar="PATH", platform=True),
     Flag("log-batches", bool, "Write one batch event per micro-batch with its timings "
@@ -203,7 +216,7 @@ PLATFORM_FLAGS: tuple[str, ...] = tuple(f.option for f in FLAGS if f.platform)
 
 @dataclass(frozen=True)
 class Conflict:
-    """A flag given with a ``--balancer`` it does not work with.
+    """A flag given with a ``--balancer`` or ``--engine`` it does not work with.
 
     Attributes:
         option: the flag (``--session-timeout``).
@@ -218,17 +231,21 @@ class Conflict:
     fix: str
 
 
-def conflicts(given: Collection[str], balancer: str) -> list[Conflict]:
-    """The flags of ``given`` that ``balancer`` does not allow, in table order.
+def conflicts(given: Collection[str], balancer: str, engine: str | None = None
+              ) -> list[Conflict]:
+    """The flags of ``given`` that ``balancer`` or ``engine`` does not allow, in table order.
 
     Args:
-        given: the flags set explicitly (``--remote-assignor``, ...).
+        given: the flags set explicitly (``--remote-assignor``, ...), or a mapping of them to
+            their values.
         balancer: the effective ``--balancer`` (one of :data:`BALANCERS`).
+        engine: the effective ``--engine``; None: ``given["--engine"]`` when ``given`` is a
+            mapping holding it, else the default.
 
     Returns:
         One :class:`Conflict` per offending flag: ``--session-timeout`` with the KIP-848
         ``consumer`` protocol (its session timeout is a broker setting), ``--remote-assignor``
-        with a classic balancer.
+        with a classic balancer, ``--spark-remote`` with an engine other than spark-connect.
     """
     found = []
     if balancer == "consumer" and "--session-timeout" in given:
@@ -241,4 +258,12 @@ def conflicts(given: Collection[str], balancer: str) -> list[Conflict]:
                               f"is only valid with --balancer consumer, not {balancer!r}",
                               f"--remote-assignor only with --balancer consumer, not {balancer!r}",
                               "drop --remote-assignor or pass --balancer consumer"))
+    if engine is None:
+        engine = given.get("--engine") if isinstance(given, Mapping) else None
+    engine = engine or FLAG_BY_OPTION["--engine"].default
+    if engine in ENGINES and engine != "spark-connect" and "--spark-remote" in given:
+        found.append(Conflict("--spark-remote",
+                              f"is only valid with --engine spark-connect, not {engine!r}",
+                              f"--spark-remote only with --engine spark-connect, not {engine!r}",
+                              "drop --spark-remote or pass --engine spark-connect"))
     return found
