@@ -101,10 +101,16 @@ def serve_lag_exporter(source: object, group: str, topic: str, port: int = 0,
                        addr: str = "127.0.0.1") -> tuple[object, int]:
     """Serve the exporter on ``addr:port`` (0 = ephemeral) in a daemon thread.
 
+    The same endpoint serves this machine's load (``node_load1``, ``node_cpu_seconds_total``:
+    :class:`~.machine.MachineCollector`), so the run's Prometheus records it with the lag.
+
     Returns:
         ``(server, bound_port)``; call ``server.shutdown()`` to stop it.
     """
+    from .machine import MachineCollector
+
     registry = CollectorRegistry()
     registry.register(LagCollector(source, group, topic))
+    registry.register(MachineCollector())
     server, _thread = start_http_server(port, addr=addr, registry=registry)
     return server, server.server_port

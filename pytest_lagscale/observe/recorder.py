@@ -14,7 +14,18 @@ column                    PromQL
 ``ready_replicas``        ``sum(replica_ready)``
 ``consume_rate_per_s``    ``sum(irate(records_processed_total[3s]))``
 ``produce_rate_per_s``    ``sum(irate(kafka_topic_partition_current_offset[3s]))``
+``load_average_1m``       ``max(node_load1)``
+``cpu_busy_fraction``     ``clamp(1 - sum(irate(node_cpu_seconds_total{mode="idle"}[3s]))``
+                          ``/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)``
 ========================  =============================================================
+
+The two machine columns (:data:`MACHINE_COLUMNS`, float64) come from the harness machine's
+node_exporter-named series that the lag exporter also serves
+(:mod:`pytest_lagscale.observe.machine`): the 1 minute load average (tasks) and the share of
+all CPU time that was not idle (0..1 for the whole machine, every mode but ``idle`` counting
+as busy, ``iowait`` included). The busy fraction is a ratio of two sums, so it needs no CPU
+count. They are extra columns of the timeline: :mod:`pytest_lagscale.analyze.tables` does not
+require them, so timelines recorded before them still load.
 
 Choices, on purpose:
 
@@ -29,6 +40,9 @@ Choices, on purpose:
   are forward-filled (a missed scrape keeps the last value; before the first sample: 0).
   ``ready_replicas`` and the rates are counts and become 0 (no replica target = none ready,
   no samples = nothing processed or produced).
+* Machine columns are unknown, not zero, without a sample: ``load_average_1m`` is
+  forward-filled after its first sample and NaN before it; ``cpu_busy_fraction`` is NaN where
+  ``irate`` had fewer than two samples.
 
 **Events.** :func:`merge_event_logs` (defined in :mod:`pytest_lagscale.contract.rundir`, which
 owns the run directory's layout) merges the run's JSONL logs into ``events.jsonl``.
@@ -52,10 +66,12 @@ from ..errors import ConfigError, LagscaleError
 GAUGE_COLUMNS: tuple[str, ...] = ("total_lag", "desired_replicas", "current_replicas")
 #: Columns whose missing samples are 0.
 COUNT_COLUMNS: tuple[str, ...] = ("ready_replicas", "consume_rate_per_s", "produce_rate_per_s")
+#: The harness machine's load (float64; missing samples stay NaN, the load is forward-filled).
+MACHINE_COLUMNS: tuple[str, ...] = ("load_average_1m", "cpu_busy_fraction")
 #: Columns evaluated at the bucket end (``t_s + step_s``) rather than its start.
-RATE_COLUMNS: tuple[str, ...] = ("consume_rate_per_s", "produce_rate_per_s")
+RATE_COLUMNS: tuple[str, ...] = ("consume_rate_per_s", "produce_rate_per_s", "cpu_busy_fraction")
 #: One PromQL query per timeline column except ``t_s``.
-QUERY_COLUMNS: tuple[str, ...] = GAUGE_COLUMNS + COUNT_COLUMNS
+QUERY_COLUMNS: tuple[str, ...] = GAUGE_COLUMNS + COUNT_COLUMNS + MACHINE_COLUMNS
 
 RangeResult = list[dict[str, Any]]
 
@@ -69,6 +85,9 @@ def default_queries(group: str = "enrich") -> dict[str, str]:
         "ready_replicas": "sum(replica_ready)",
         "consume_rate_per_s": "sum(irate(records_processed_total[3s]))",
         "produce_rate_per_s": "sum(irate(kafka_topic_partition_current_offset[3s]))",
+        "load_average_1m": "max(node_load1)",
+        "cpu_busy_fraction": ('clamp(1 - sum(irate(node_cpu_seconds_total{mode="idle"}[3s])) '
+                              "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
     }
 
 
@@ -108,9 +127,9 @@ def timeline_from_results(results: Mapping[str, RangeResult], start_s: float, st
         step_s: grid step, seconds.
 
     Returns:
-        The timeline (columns and dtypes of :data:`TIMELINE_COLUMNS`), ``steps`` rows,
-        ``t_s = k * step_s``; missing samples filled as the module docstring says; counts are
-        rounded to int64.
+        The timeline (columns and dtypes of :data:`TIMELINE_COLUMNS`, then the float64
+        :data:`MACHINE_COLUMNS`), ``steps`` rows, ``t_s = k * step_s``; missing samples filled
+        as the module docstring says; counts are rounded to int64.
 
     Raises:
         ConfigError: a column of :data:`QUERY_COLUMNS` has no result.
@@ -125,11 +144,16 @@ def timeline_from_results(results: Mapping[str, RangeResult], start_s: float, st
         by_step = _steps_on_grid(results[column], start_s, step_s)
         offset = 1 if column in RATE_COLUMNS else 0
         values = pd.Series([by_step.get(k + offset, math.nan) for k in index], dtype="float64")
-        values = values.ffill().fillna(0.0) if column in GAUGE_COLUMNS else values.fillna(0.0)
-        if TIMELINE_COLUMNS[column] == "int64":
-            values = values.round()
-        table[column] = values
+        table[column] = _fill(column, values)
     return check_timeline(table)
+
+
+def _fill(column: str, values: pd.Series) -> pd.Series:
+    """One column's missing samples filled as the module docstring says; counts rounded."""
+    if column in MACHINE_COLUMNS:
+        return values.ffill() if column == "load_average_1m" else values
+    values = values.ffill().fillna(0.0) if column in GAUGE_COLUMNS else values.fillna(0.0)
+    return values.round() if TIMELINE_COLUMNS[column] == "int64" else values
 
 
 class Recorder:

@@ -11,8 +11,9 @@ import pytest
 from pytest_lagscale.analyze.tables import TIMELINE_COLUMNS
 from pytest_lagscale.errors import ConfigError
 from pytest_lagscale.eventlog import EventLog, read_events
-from pytest_lagscale.observe.recorder import (QUERY_COLUMNS, Recorder, default_queries,
-                                              merge_event_logs, timeline_from_results)
+from pytest_lagscale.observe.recorder import (MACHINE_COLUMNS, QUERY_COLUMNS, Recorder,
+                                              default_queries, merge_event_logs,
+                                              timeline_from_results)
 
 START_S = 1_700_000_000.5  # run start, epoch seconds (deliberately not whole)
 
@@ -56,8 +57,9 @@ def test_rates_are_read_at_the_bucket_end_and_nan_counts_as_missing() -> None:
 
 def test_timeline_has_the_documented_dtypes() -> None:
     table = timeline_from_results(_results(total_lag=[_series({0: "1.6"})]), START_S, steps=2)
-    assert list(table.columns) == list(TIMELINE_COLUMNS)
-    assert {c: str(t) for c, t in table.dtypes.items()} == TIMELINE_COLUMNS
+    assert list(table.columns) == list(TIMELINE_COLUMNS) + list(MACHINE_COLUMNS)
+    assert {c: str(t) for c, t in table.dtypes.items()} == {
+        **TIMELINE_COLUMNS, **dict.fromkeys(MACHINE_COLUMNS, "float64")}
     assert table["total_lag"].tolist() == [2, 2]
 
 
@@ -93,7 +95,8 @@ def test_recorder_queries_each_column_on_the_exact_grid_and_saves_parquet_and_cs
     assert {(c[1], c[2]["start"], c[2]["end"]) for c in client.calls} == {
         ("1", "1700000000.500", "1700000002.500")}
     assert pd.read_parquet(tmp_path / "timeline.parquet").equals(table)
-    assert (tmp_path / "timeline.csv").read_text().splitlines()[0] == ",".join(TIMELINE_COLUMNS)
+    assert (tmp_path / "timeline.csv").read_text().splitlines()[0] == ",".join(
+        [*TIMELINE_COLUMNS, *MACHINE_COLUMNS])
 
 
 def test_default_queries_are_the_documented_promql() -> None:
@@ -104,6 +107,9 @@ def test_default_queries_are_the_documented_promql() -> None:
         "ready_replicas": "sum(replica_ready)",
         "consume_rate_per_s": "sum(irate(records_processed_total[3s]))",
         "produce_rate_per_s": "sum(irate(kafka_topic_partition_current_offset[3s]))",
+        "load_average_1m": "max(node_load1)",
+        "cpu_busy_fraction": ('clamp(1 - sum(irate(node_cpu_seconds_total{mode="idle"}[3s])) '
+                              "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
     }
 
 
