@@ -37,3 +37,20 @@ def replicas(kafka_cluster, tmp_path: Path, request) -> Iterator[Callable[..., R
     yield start
     for rp in reversed(started):
         rp.stop(30)
+
+
+@pytest.fixture(scope="session")
+def spark_connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark Connect server (:class:`pytest_lagscale.spark_connect.SparkConnectServer`) for
+    the whole session, its logs kept under the session's temporary directory; skips without a
+    JDK or pyspark's Connect client."""
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH: the Spark Connect server needs a JDK 17 (install one)")
+    pytest.importorskip("grpc", reason="Spark Connect client missing: pip install "
+                        "'pytest-lagscale[connect]'")
+    from pytest_lagscale.spark_connect import SparkConnectServer
+
+    with SparkConnectServer(tmp_path_factory.mktemp("spark-connect")) as server:
+        yield server
