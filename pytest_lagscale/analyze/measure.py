@@ -15,6 +15,7 @@ from .cost import (Baseline, baseline_at_min, ideal_drain_time_s, oracle_replica
                    ratio, replica_seconds)
 from .lag import Drain, PeakLag, drain, lag_build_up_rate, peak_lag
 from .reaction import Reaction, reaction_time
+from .scale_out import ScaleOut, scale_out
 from .steps import ScaleStep, direction_reversals, scale_steps
 from .tables import check_timeline, spike_window
 
@@ -42,6 +43,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "replica_seconds_ratio": ("ratio", LOWER),
     "ideal_drain_time_s": ("s", LOWER),
     "drain_time_ratio": ("ratio", LOWER),
+    "cold_start_median_s": ("s", LOWER),
+    "burst_load_average_max": ("tasks", LOWER),
 }
 
 
@@ -75,7 +78,8 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class Measurements:
-    """All measurements of one run (units as in :data:`METRICS`)."""
+    """All measurements of one run (units as in :data:`METRICS`); ``scale_out`` decomposes
+    every replica of the spike's scale-out (:mod:`.scale_out`)."""
 
     reaction: Reaction
     peak: PeakLag
@@ -86,10 +90,11 @@ class Measurements:
     replica_seconds: float
     oracle_replica_seconds: float | None
     ideal_drain_time_s: float | None
+    scale_out: ScaleOut | None = None
 
     def flat(self) -> dict[str, float | None]:
         """Metric name (a key of :data:`METRICS`) -> value (None when not measurable)."""
-        r, d = self.reaction, self.drain
+        r, d, burst = self.reaction, self.drain, self.scale_out
         dips = [s.dip for s in self.steps if s.dip is not None]
         recoveries = [s.recovery_s for s in self.steps if s.recovery_s is not None]
         drain_s = d.drain_time_s if d else None
@@ -111,6 +116,8 @@ class Measurements:
             "replica_seconds_ratio": ratio(self.replica_seconds, self.oracle_replica_seconds),
             "ideal_drain_time_s": self.ideal_drain_time_s,
             "drain_time_ratio": ratio(drain_s, self.ideal_drain_time_s),
+            "cold_start_median_s": burst.cold_start_median_s if burst else None,
+            "burst_load_average_max": burst.load_average_max if burst else None,
         }
 
 
@@ -159,4 +166,5 @@ def measure(timeline: pd.DataFrame, events: pd.DataFrame, spec: RunSpec) -> Meas
         replica_seconds=replica_seconds(timeline),
         oracle_replica_seconds=oracle,
         ideal_drain_time_s=_ideal_drain(timeline, spec, end_s, drained),
+        scale_out=scale_out(events, timeline, start_s),
     )

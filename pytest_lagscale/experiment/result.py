@@ -37,6 +37,7 @@ TOLERANCES: dict[str, float] = {
     "max_recovery_s": 1.0, "scale_steps": 0.5, "replica_seconds": 0.3,
     "replica_seconds_ratio": 0.3, "drain_time_ratio": 0.5, "run_wall_time_s": 0.3,
     "lost_records": 0.0, "duplicated_records": 0.0,
+    "cold_start_median_s": 1.0, "burst_load_average_max": 1.0,
 }
 
 
@@ -115,6 +116,8 @@ class RunResult:
                       "reaction_incomplete": self.measurements.reaction.reason,
                       "reconciliation": (self.reconciliation.to_dict()
                                          if self.reconciliation is not None else None)}
+        scale_out = self.measurements.scale_out
+        doc["scale_out"] = scale_out.to_dict() if scale_out is not None else None
         return doc
 
     @property

@@ -13,6 +13,15 @@ A document (``schema_version`` 1) is a dict::
      "assertions": [{"name", "threshold", "value", "verdict": "pass" | "fail"}],
      "artifacts": {name: path}}
 
+A ``lagscale run`` document adds two optional top-level sections (not validated, not
+compared): ``run`` (what the run was besides its inputs: topic, group, replica bounds,
+reaction replica, reconciliation) and ``scale_out`` — every replica started after the spike
+start with its actuation, cold start, engine startup, join and first fetch (seconds) and the
+burst summary (replicas, window, machine load, cold start median/max), as
+:meth:`pytest_lagscale.analyze.scale_out.ScaleOut.to_dict` gives it. ``scale_out`` is its own
+section rather than part of ``run`` because it is a measurement, not a run parameter; its
+medians also appear under ``metrics`` (``cold_start_median_s``, ``burst_load_average_max``).
+
 History files live in ``<root>/<machine-id>/NNNN_<commit>_<utc>[_dirty].json`` (as
 pytest-benchmark's storage/file.py). :func:`load` is the one reader; it upgrades old schema
 versions step by step through :data:`UPGRADES`.

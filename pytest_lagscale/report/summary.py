@@ -1,7 +1,9 @@
 """Human-readable summaries of one run's measurements: ``summary.md`` and a rich table.
 
 Both list every metric of :data:`pytest_lagscale.analyze.METRICS` (name, value, unit, which
-way is better), then the scale steps (time, counts, dip, recovery), then the assertions.
+way is better); ``summary.md`` then gives the scale steps (time, counts, dip, recovery), the
+scale-out (one row per replica started after the spike start, with the burst's machine load),
+then the assertions.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..analyze.measure import METRICS, Measurements
+from ..analyze.scale_out import ScaleOut
 from .benchjson import Assertion
 
 
@@ -44,12 +47,35 @@ def summary_markdown(m: Measurements, assertions: Sequence[Assertion] = (),
                   f"| {_fmt(s.recovery_s)} |" for s in m.steps]
     else:
         lines.append("No scale steps.")
+    lines += ["", "## Scale-out", "", *scale_out_lines(m.scale_out)]
     if assertions:
         lines += ["", "## Assertions", "", "| assertion | threshold | value | verdict |",
                   "|---|---:|---:|---|"]
         lines += [f"| {a.name} | {_fmt(a.threshold)} | {_fmt(a.value)} | {a.verdict} |"
                   for a in assertions]
     return "\n".join(lines) + "\n"
+
+
+def scale_out_lines(burst: ScaleOut | None) -> list[str]:
+    """Markdown lines of the scale-out: the burst in one sentence, then one table row per
+    replica started after the spike start (seconds; ``-`` where an event is missing)."""
+    if burst is None:
+        return ["Not measured."]
+    if not burst.replicas:
+        return [burst.reason or "No replica started after the spike start."]
+    lines = [f"Scale-out incomplete: {burst.reason}" if burst.reason else
+             f"Burst: {burst.burst_replicas} replicas, {_fmt(burst.burst_start_s)} -> "
+             f"{_fmt(burst.burst_end_s)} s after the spike start; load average (1m) max "
+             f"{_fmt(burst.load_average_max)}, mean {_fmt(burst.load_average_mean)}; CPU busy "
+             f"{_percent(burst.cpu_busy_mean)}; cold start median "
+             f"{_fmt(burst.cold_start_median_s)} s, max {_fmt(burst.cold_start_max_s)} s.", "",
+             "| replica | started (s) | actuation (s) | cold start (s) | engine startup (s) "
+             "| join (s) | first fetch (s) | burst |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines += [f"| {r.replica_id} | {_fmt(r.started_s)} | {_fmt(r.actuation_s)} "
+              f"| {_fmt(r.cold_start_s)} | {_fmt(r.engine_startup_s)} | {_fmt(r.join_s)} "
+              f"| {_fmt(r.first_fetch_s)} | {'yes' if r.in_burst else 'no'} |"
+              for r in burst.replicas]
+    return lines
 
 
 def write_summary(path: str | Path, m: Measurements, assertions: Sequence[Assertion] = (),

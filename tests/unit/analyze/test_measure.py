@@ -28,6 +28,8 @@ def test_measure_whole_run() -> None:
         "replica_seconds_ratio": pytest.approx(290 / 200),
         # backlog 3000 at spike end / (3 full replicas * 100 - 100/s) = 15 s
         "ideal_drain_time_s": 15.0, "drain_time_ratio": pytest.approx(20 / 15),
+        # r1 and r2 both ready 5 s after their start; no load columns in this timeline
+        "cold_start_median_s": 5.0, "burst_load_average_max": None,
     }
 
 
@@ -39,7 +41,8 @@ def test_measure_without_spike_or_capacity() -> None:
         "reaction_time_s", "detection_s", "actuation_s", "cold_start_s", "join_s",
         "first_fetch_s", "lag_build_up_rate_per_s", "drain_time_s", "drain_monotone",
         "baseline_at_min_fraction", "oracle_replica_seconds", "replica_seconds_ratio",
-        "ideal_drain_time_s", "drain_time_ratio"]
+        "ideal_drain_time_s", "drain_time_ratio", "cold_start_median_s",
+        "burst_load_average_max"]
 
 
 def test_run_spec_full_replicas_capped_by_partitions() -> None:

@@ -25,7 +25,23 @@ def test_summary_markdown_lists_metrics_steps_and_assertions() -> None:
     assert "| drain_monotone | 1 | bool | higher |" in text
     assert "| 30 | 1 -> 3 | up | no | 0.0% | 0 |" in text
     assert "| reaction_time_s < 90 | 90 | 19 | pass |" in text
-    assert sum(line.startswith("| ") for line in text.splitlines()) == len(METRICS) + 1 + 2 + 2
+    assert "| r2 | 10.5 | 5.5 | 5 | - | 2.5 | 1 | yes |" in text
+    # metrics, steps, scale-out replicas (header + r1, r2), assertions
+    assert sum(line.startswith("| ") for line in text.splitlines()) == \
+        len(METRICS) + 1 + 2 + 3 + 2
+
+
+def test_summary_markdown_scale_out_section() -> None:
+    text = summary_markdown(_measurements())
+    section = text.split("## Scale-out\n\n")[1]
+    assert section.startswith(
+        "Burst: 2 replicas, 5 -> 19.5 s after the spike start; load average (1m) max -, "
+        "mean -; CPU busy -; cold start median 5 s, max 5 s.\n\n"
+        "| replica | started (s) | actuation (s) | cold start (s) | engine startup (s) "
+        "| join (s) | first fetch (s) | burst |\n")
+    table, _ = synth.scale_out_run()
+    no_spike = summary_markdown(measure(table, synth.events(), SPEC))
+    assert "## Scale-out\n\nNoSpikeStart: no 'spike_start' event" in no_spike
 
 
 def test_summary_markdown_notes_incomplete_reaction() -> None:
