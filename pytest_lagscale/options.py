@@ -226,6 +226,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("trigger-interval", "trigger_interval_s", "The replicas' micro-batch trigger "
               "interval in seconds (0 to 300; 0 = a batch per poll). Default: the Deployment's.",
               metavar="SECONDS", parse=replica_flag_parser("--trigger-interval")),
+    RunOption("spark-remote", "spark_remote", "Spark Connect server of the spark-connect engine "
+              "(sc://HOST:PORT). Default: the Deployment's, else a server the run starts.",
+              metavar="URL", parse=replica_flag_parser("--spark-remote")),
     RunOption("graceful", "graceful", "Scale-down drains replicas with SIGTERM within the grace "
               "period; --no-graceful SIGKILLs them. Default: graceful.", default=True,
               negatable=True),

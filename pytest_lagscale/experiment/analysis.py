@@ -61,6 +61,7 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         profile=plan.profile.name, policy=plan.policy_name, balancer=plan.balancer,
         partitions=plan.profile.partitions, seed=plan.profile.seed, scale=plan.settings.scale,
         engine=plan.engine, trigger_interval_s=plan.trigger_interval_s,
+        spark_remote=redact_remote(run.spark_remote),
         versions=versions(kafka_version), broker=broker)
     start_s, end_s = spike_window(events)  # as recorded, else as scheduled
     spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
@@ -79,6 +80,26 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
     return result
 
 
+#: Spark Connect URL parameters that carry credentials (removed from recorded URLs).
+SECRET_PARAMS = ("token", "password", "secret", "api_key", "apikey", "credential")
+
+
+def redact_remote(url: str | None) -> str | None:
+    """``url`` (``sc://[user[:password]@]host:port[/;key=value;...]``) without credentials:
+    the userinfo part and every parameter whose key names a secret (:data:`SECRET_PARAMS`)
+    are dropped. None stays None."""
+    if not url:
+        return None
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, params = rest.partition("/")
+    authority = authority.rpartition("@")[2]
+    kept = [p for p in params.split(";") if p and not any(
+        word in p.partition("=")[0].lower() for word in SECRET_PARAMS)]
+    return f"{scheme}://{authority}" + ("/;" + ";".join(kept) if kept else "")
+
+
 def _run_info(run: Any) -> dict[str, Any]:
     plan = run.plan
     return {"topic": run.topic, "group": run.group, "lag_threshold": plan.lag_threshold,
@@ -90,4 +111,31 @@ def _run_info(run: Any) -> dict[str, Any]:
             "actions": run.actions_done, "max_partitions": plan.max_partitions,
             "profile_file": str(plan.profile.source),
             "scaled_object_file": plan.policy_config.source,
-            "deployment_file": plan.deployment.source}
+            "deployment_file": plan.deployment.source,
+            "spark_connect": _spark_connect_info(run)}
+
+
+#: A Spark Connect server at or above this busy ratio is saturated: the group's capacity is then
+#: the server's, shared by every replica.
+SATURATED_BUSY_RATIO = 0.9
+
+
+def _spark_connect_info(run: Any) -> dict[str, Any] | None:
+    """The run's Spark Connect server (None for other engines): redacted URL, whether the run
+    started it, and its busy ratio over the run (mean, max, seconds at or above
+    :data:`SATURATED_BUSY_RATIO`, ``saturated`` when any)."""
+    if not run.spark_remote:
+        return None
+    server = run.parts.spark_server
+    busy = (run.timeline["spark_connect_busy_ratio"].dropna()
+            if run.timeline is not None and "spark_connect_busy_ratio" in run.timeline
+            else None)
+    info: dict[str, Any] = {"url": redact_remote(run.spark_remote),
+                            "started_by_run": server is not None,
+                            "startup_s": None if server is None else server.startup_s}
+    if busy is not None and len(busy):
+        saturated_s = int((busy >= SATURATED_BUSY_RATIO).sum())
+        info.update(busy_ratio_mean=round(float(busy.mean()), 3),
+                    busy_ratio_max=round(float(busy.max()), 3),
+                    saturated_s=saturated_s, saturated=saturated_s > 0)
+    return info

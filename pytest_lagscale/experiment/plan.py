@@ -32,6 +32,8 @@ class RunPlan:
             when process-ms is 0.
         engine, balancer: what the replicas run with.
         trigger_interval_s: the replicas' micro-batch trigger interval, seconds.
+        spark_remote: the spark-connect engine's server URL, or None (the run starts a
+            server when the engine is spark-connect).
         spike: ``(start_s, end_s)`` of the profile's spike (steps labelled ``spike``), or None.
         actions: the scheduled actions, checked, ordered by time.
         max_partitions: the most partitions the topic has during the run (after the actions).
@@ -59,6 +61,7 @@ class RunPlan:
     policy_kind: str = ""
     replica_range: tuple[int, int] = (1, 1)
     trigger_interval_s: float = 0.0
+    spark_remote: str | None = None
 
     def build_policy(self, *, created_at_s: float = 0.0) -> Any:
         """A fresh :class:`~pytest_lagscale.control.policy.base.ScalingPolicy` of this plan."""
@@ -124,6 +127,13 @@ def plan_run(settings: RunSettings) -> RunPlan:
     if settings.trigger_interval_s is not None:
         flag_overrides["--trigger-interval"] = f"{settings.trigger_interval_s:g}"
     replica = deployment.replica
+    engine = settings.engine or replica.engine
+    spark_remote = settings.spark_remote or replica.flags.get("--spark-remote") or None
+    if settings.spark_remote:
+        flag_overrides["--spark-remote"] = settings.spark_remote
+    if spark_remote and engine != "spark-connect":
+        raise ConfigError(f"--spark-remote: {spark_remote!r} is only for --engine spark-connect "
+                          f"(the replicas run {engine!r}); drop it or pass --engine spark-connect")
     capacity = (replica.inflight * 1000.0 / replica.process_ms) if replica.process_ms else None
     policy = build_policy(policy_config)
     reference = policy.lag_threshold_records
@@ -137,7 +147,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
     return RunPlan(settings=settings, profile=profile, policy_config=policy_config,
                    deployment=deployment, flag_overrides=flag_overrides,
                    lag_threshold=policy.lag_threshold_records, capacity_per_s=capacity,
-                   engine=settings.engine or replica.engine,
+                   engine=engine, spark_remote=spark_remote,
                    trigger_interval_s=(settings.trigger_interval_s
                                        if settings.trigger_interval_s is not None
                                        else replica.trigger_interval_s),

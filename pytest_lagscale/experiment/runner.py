@@ -6,6 +6,8 @@ Ctrl-C, SIGTERM/SIGHUP) stops everything started so far, newest first:
 
 ``broker``     the given cluster, or one of ``--kafka`` (stopped at the end);
 ``topic``      the topic with the profile's partitions; the lag source (the group's offsets);
+``spark``      for the spark-connect engine without ``--spark-remote``: the run's own Spark
+               Connect server (its busy ratio is served with the lag);
 ``observe``    Prometheus (1 s scrape, file-based discovery) and the lag exporter;
 ``deploy``     the platform's Deployment at minReplicaCount, waited ready;
 ``autoscale``  the scaling policy's autoscaler (first decision made), then a few scrapes;
@@ -114,6 +116,7 @@ class _Parts:
     platform: Any = None
     template: Any = None
     autoscaler: Any = None
+    spark_server: Any = None
     targets: tuple[str, ...] = ()
 
 
@@ -149,6 +152,8 @@ class Run:
         self.timeline: Any = None
         self.actions_done: list[dict[str, Any]] = []
         self.settled = False
+        #: The spark-connect engine's server URL (the plan's, or the run's own server's).
+        self.spark_remote: str | None = plan.spark_remote
 
     def execute(self, stack: ExitStack) -> None:
         """Run every phase; each registers what it starts on ``stack``."""
@@ -182,12 +187,34 @@ class Run:
         self.parts.lag_source = make_lag_source("broker", self.parts.admin, self.group,
                                                 self.topic)
 
+    def spark(self, stack: ExitStack) -> None:
+        """The spark-connect engine without a ``--spark-remote``: start the run's own Spark
+        Connect server (stopped with the run) and point the replicas at it."""
+        if self.plan.engine != "spark-connect" or self.plan.spark_remote:
+            return
+        from ..spark_connect import SparkConnectServer
+
+        self._show("starting the Spark Connect server")
+        server = SparkConnectServer(self.layout.root / "spark-connect")
+        stack.callback(server.stop)
+        server.start()
+        self.parts.spark_server = server
+        self.spark_remote = server.url
+        self.events.emit("spark_connect_ready", url=server.url, startup_s=server.startup_s,
+                         pid=server.pid)
+
     def observe(self, stack: ExitStack) -> None:
         from ..observe.lag_exporter import serve_lag_exporter
         from ..observe.prometheus import PrometheusServer
 
         self.parts.prometheus = stack.enter_context(PrometheusServer(self.layout.root))
-        exporter, port = serve_lag_exporter(self.parts.lag_source, self.group, self.topic)
+        extra = []
+        if self.parts.spark_server is not None:
+            from ..observe.machine import BusyRatioCollector
+
+            extra.append(BusyRatioCollector(self.parts.spark_server.busy_ratio))
+        exporter, port = serve_lag_exporter(self.parts.lag_source, self.group, self.topic,
+                                            extra_collectors=extra)
         stack.callback(exporter.shutdown)
         self.parts.prometheus.set_targets("lag_exporter", [f"127.0.0.1:{port}"])
 
@@ -199,7 +226,9 @@ class Run:
         self.parts.template = template_from_deployment(
             plan.deployment, self.parts.cluster.bootstrap_servers,
             flag_overrides={"--topic": self.topic, "--group": self.group,
-                            **plan.flag_overrides})
+                            **plan.flag_overrides,
+                            **({"--spark-remote": self.spark_remote} if self.spark_remote
+                               else {})})
         platform = make_platform(plan.settings.platform, self.parts.template, self.layout,
                                  graceful=plan.settings.graceful)
         self.parts.platform = stack.enter_context(platform)
@@ -364,7 +393,8 @@ class Run:
 
 #: The run's phases in order (name, method).
 PHASES: tuple[tuple[str, Callable[[Run, ExitStack], None]], ...] = (
-    ("broker", Run.broker), ("topic", Run.topic_phase), ("observe", Run.observe),
+    ("broker", Run.broker), ("topic", Run.topic_phase), ("spark", Run.spark),
+    ("observe", Run.observe),
     ("deploy", Run.deploy), ("autoscale", Run.autoscale), ("load", Run.load),
     ("settle", Run.settle), ("record", Run.record))
 

@@ -38,6 +38,8 @@ class RunSettings:
         partitions: overrides the profile's partition count (1..1024).
         engine: overrides the replicas' ``--engine``.
         trigger_interval_s: overrides the replicas' ``--trigger-interval`` (seconds, 0..300).
+        spark_remote: the spark-connect engine's server URL (``sc://HOST:PORT``); None = the
+            Deployment's ``--spark-remote``, else a server the run starts itself.
         graceful: False: scale-down SIGKILLs replicas (experiment 6 without graceful drain).
         out_dir: parent of the run directory.
         name: run name (the directory is ``<out_dir>/<UTC stamp>-<name>``); default: the
@@ -62,6 +64,7 @@ class RunSettings:
     partitions: int | None = None
     engine: str | None = None
     trigger_interval_s: float | None = None
+    spark_remote: str | None = None
     graceful: bool = True
     out_dir: Path = Path("lagscale-runs")
     name: str | None = None

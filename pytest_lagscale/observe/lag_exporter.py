@@ -17,7 +17,7 @@ and the lag series are omitted for that scrape (no stale numbers).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -98,11 +98,15 @@ def lag_families(offsets: GroupOffsets, group: str, topic: str) -> list[GaugeMet
 
 
 def serve_lag_exporter(source: object, group: str, topic: str, port: int = 0,
-                       addr: str = "127.0.0.1") -> tuple[object, int]:
+                       addr: str = "127.0.0.1",
+                       extra_collectors: Sequence[object] = ()) -> tuple[object, int]:
     """Serve the exporter on ``addr:port`` (0 = ephemeral) in a daemon thread.
 
     The same endpoint serves this machine's load (``node_load1``, ``node_cpu_seconds_total``:
     :class:`~.machine.MachineCollector`), so the run's Prometheus records it with the lag.
+
+    ``extra_collectors`` are served from the same endpoint (e.g. the run's Spark Connect server's
+    :class:`~.machine.BusyRatioCollector`).
 
     Returns:
         ``(server, bound_port)``; call ``server.shutdown()`` to stop it.
@@ -112,5 +116,7 @@ def serve_lag_exporter(source: object, group: str, topic: str, port: int = 0,
     registry = CollectorRegistry()
     registry.register(LagCollector(source, group, topic))
     registry.register(MachineCollector())
+    for collector in extra_collectors:
+        registry.register(collector)
     server, _thread = start_http_server(port, addr=addr, registry=registry)
     return server, server.server_port

@@ -120,3 +120,24 @@ def cpu_family(per_cpu: Sequence[Mapping[str, float]]) -> CounterMetricFamily:
             if mode in times:
                 family.add_metric([str(index), mode], float(times[mode]))
     return family
+
+
+class BusyRatioCollector(Collector):
+    """Serves ``spark_connect_server_busy_ratio``: a shared Spark Connect server's CPU seconds
+    per wall second over the cores available (1.0 = every core busy), sampled at each scrape.
+
+    Args:
+        sample: returns the ratio since the previous call, or None (no sample: no series).
+    """
+
+    def __init__(self, sample: Callable[[], float | None]):
+        self._sample = sample
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        value = self._sample()
+        family = GaugeMetricFamily(
+            "spark_connect_server_busy_ratio", "CPU seconds per second of the run's Spark "
+            "Connect server over the cores available (1.0 = every core busy)")
+        if value is not None:
+            family.add_metric([], float(value))
+        yield family

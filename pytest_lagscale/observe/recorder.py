@@ -19,7 +19,10 @@ column                    PromQL
                           ``/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)``
 ========================  =============================================================
 
-The two machine columns (:data:`MACHINE_COLUMNS`, float64) come from the harness machine's
+``spark_connect_busy_ratio`` is ``max(spark_connect_server_busy_ratio)``: the run's own Spark
+Connect server's busy ratio (see :mod:`pytest_lagscale.spark_connect`), NaN in other runs.
+
+The machine columns (:data:`MACHINE_COLUMNS`, float64) come from the harness machine's
 node_exporter-named series that the lag exporter also serves
 (:mod:`pytest_lagscale.observe.machine`): the 1 minute load average (tasks) and the share of
 all CPU time that was not idle (0..1 for the whole machine, every mode but ``idle`` counting
@@ -67,7 +70,8 @@ GAUGE_COLUMNS: tuple[str, ...] = ("total_lag", "desired_replicas", "current_repl
 #: Columns whose missing samples are 0.
 COUNT_COLUMNS: tuple[str, ...] = ("ready_replicas", "consume_rate_per_s", "produce_rate_per_s")
 #: The harness machine's load (float64; missing samples stay NaN, the load is forward-filled).
-MACHINE_COLUMNS: tuple[str, ...] = ("load_average_1m", "cpu_busy_fraction")
+MACHINE_COLUMNS: tuple[str, ...] = ("load_average_1m", "cpu_busy_fraction",
+                                     "spark_connect_busy_ratio")
 #: Columns evaluated at the bucket end (``t_s + step_s``) rather than its start.
 RATE_COLUMNS: tuple[str, ...] = ("consume_rate_per_s", "produce_rate_per_s", "cpu_busy_fraction")
 #: One PromQL query per timeline column except ``t_s``.
@@ -88,6 +92,8 @@ def default_queries(group: str = "enrich") -> dict[str, str]:
         "load_average_1m": "max(node_load1)",
         "cpu_busy_fraction": ('clamp(1 - sum(irate(node_cpu_seconds_total{mode="idle"}[3s])) '
                               "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
+        # Only when the run started its own Spark Connect server (NaN otherwise).
+        "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
     }
 
 

@@ -138,3 +138,26 @@ def test_the_run_title_names_the_engine_and_trigger() -> None:
     remote = Inputs("spike-ci", "p", "range", 8, 1, "ci", engine="spark-connect",
                     spark_remote="sc://host:15002")
     assert run_title("x", remote) == "x · engine spark-connect, remote sc://host:15002"
+
+
+def test_spark_remote_needs_the_spark_connect_engine() -> None:
+    with pytest.raises(ConfigError, match="--spark-remote.*only for --engine spark-connect"):
+        plan_run(RunSettings(SPIKE_CI, engine="spark", spark_remote="sc://127.0.0.1:15002"))
+    plan = plan_run(RunSettings(SPIKE_CI, engine="spark-connect",
+                                spark_remote="sc://127.0.0.1:15002"))
+    assert plan.spark_remote == "sc://127.0.0.1:15002"
+    assert plan.flag_overrides["--spark-remote"] == "sc://127.0.0.1:15002"
+    # Without a URL the run starts its own server (the runner's ``spark`` phase).
+    assert plan_run(RunSettings(SPIKE_CI, engine="spark-connect")).spark_remote is None
+
+
+@pytest.mark.parametrize("url,recorded", [
+    ("sc://127.0.0.1:15002", "sc://127.0.0.1:15002"),
+    ("sc://bob:pw@spark:15002/;token=abc;user_id=bob", "sc://spark:15002/;user_id=bob"),
+    ("sc://spark:15002/;use_ssl=true;Token=x;password=y", "sc://spark:15002/;use_ssl=true"),
+    (None, None),
+])
+def test_the_recorded_spark_remote_carries_no_credentials(url, recorded) -> None:
+    from pytest_lagscale.experiment.analysis import redact_remote
+
+    assert redact_remote(url) == recorded

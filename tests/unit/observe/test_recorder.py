@@ -110,6 +110,7 @@ def test_default_queries_are_the_documented_promql() -> None:
         "load_average_1m": "max(node_load1)",
         "cpu_busy_fraction": ('clamp(1 - sum(irate(node_cpu_seconds_total{mode="idle"}[3s])) '
                               "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
+        "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
     }
 
 
