@@ -22,7 +22,9 @@ def test_help_lists_the_kafka_and_run_options(pytester: pytest.Pytester) -> None
         "*--lag-threshold=RECORDS[[],RECORDS...[]]*",
         "*--balancer={cooperative-sticky,range,roundrobin,consumer}*",
         "*--partitions=N*",
-        "*--engine={spark,arrow}*",
+        "*--engine={spark,arrow,spark-connect}*",
+        "*--trigger-interval=SECONDS*",
+        "*--spark-remote=URL*",
         "*--graceful*",
         "*--no-graceful*",
         "*--platform={local}*",
@@ -392,7 +394,7 @@ def test_bad_settings_fail_the_test_naming_the_option(pytester: pytest.Pytester)
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*lagscale_run: bad settings:",
-                                 "*--engine: 'jvm' is not allowed; allowed: spark, arrow"])
+                                 "*--engine: 'jvm' is not allowed; allowed: spark, arrow, spark-connect"])
 
 
 # -- the baseline gate -----------------------------------------------------------------------
