@@ -5,6 +5,9 @@ A 10x step in the input rate (``spike-ci.yaml`` at ``--lagscale-scale ci``, ``sp
 breakdown reported, the backlog drains to <= 1 x lagThreshold after the spike with a monotone
 drain at full parallelism, and the replicas return to minReplicaCount. Every assertion is
 recorded in the run's ``benchmark.json`` (threshold, value, verdict) before it is asserted.
+The replicas are the ci Deployment's: Spark replicas (a local SparkSession each), so the cold
+start of the reaction is seven JVMs starting at once on the machine (``scale_out`` in the JSON
+has it per replica, with the machine's load during the burst).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ hold every produced record exactly once when replicas drain gracefully on SIGTER
 still asserts that nothing is lost, since replicas commit only what they wrote.
 
 The graceful run is the same run as experiment 2's (the ``lagscale_run`` fixture shares it).
+Both runs' replicas are the ci Deployment's: Spark replicas (a local SparkSession each).
 """
 
 from __future__ import annotations
