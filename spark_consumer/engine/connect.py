@@ -8,8 +8,8 @@ Query shape: the dimension is uploaded once per session and kept on the server a
 variables, ``segment`` and ``region`` arrays indexed by bucket (the dimension's buckets are
 dense 0..n-1, :func:`spark_consumer.dimension.load_dimension`). A batch is one plan: the Arrow
 batch as a local relation, one projection with ``try_element_at(array, bucket + 1)`` for the
-left join, collected as Arrow. No join, no shuffle, no broadcast: the cheapest shape measured
-on the server (about half the server CPU of a shuffled hash join against a cached dimension).
+left join, collected as Arrow. No join, no shuffle, no broadcast: the cheapest shape for the
+server, which every replica shares (measurements in docs/replica.md).
 
 Only pyspark's Connect client is used (``pyspark.sql.connect``), never the classic builder: the
 classic ``SparkSession.builder.remote()`` switches the whole process into Connect mode
@@ -126,10 +126,9 @@ class _Plan:
     """The dimension on the server and the per-batch query built once.
 
     Per batch: the Arrow batch becomes a Connect ``LocalRelation`` directly, without a schema
-    string (the server reads the Arrow schema; pyspark's ``createDataFrame`` first asks the
-    server for 13 session settings, one more round trip per batch; with a schema string the
-    server spent more CPU per batch), and the projections are collected as Arrow: one
-    ``ExecutePlan`` call.
+    string (the server reads the Arrow schema; pyspark's ``createDataFrame`` would first fetch
+    13 session settings, a round trip per batch, and a schema string costs the server CPU), and
+    the projections are collected as Arrow: one ``ExecutePlan`` call.
     """
 
     def __init__(self, session: Any, dimension: pa.Table):
