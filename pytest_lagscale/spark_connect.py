@@ -25,7 +25,6 @@ server near 1.0 is the group's bottleneck: every replica's batch waits for the s
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -34,9 +33,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .contract.clock import Clock, RealClock
+from .contract.jvm import LOG4J2_PROPERTIES
 from .errors import LagscaleError, ReadinessTimeout
 from .kafka.embedded import free_port
-from .lifecycle import StartStop
+from .lifecycle import HomeProcess
 from .process import ManagedProcess, group_members
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -58,14 +58,7 @@ SERVER_SETTINGS: dict[str, str] = {
 }
 """Small-footprint settings: loopback only, no UI or event log, few shuffle partitions."""
 
-_LOG4J2 = """\
-rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n
+_LOG4J2 = LOG4J2_PROPERTIES.replace("rootLogger.level = error", "rootLogger.level = warn") + """\
 logger.connect.name = org.apache.spark.sql.connect.service.SparkConnectServer
 logger.connect.level = info
 logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
@@ -141,7 +134,7 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class SparkConnectServer(StartStop):
+class SparkConnectServer(HomeProcess):
     """A Spark Connect server of pyspark's own jars, in the foreground, in its own group.
 
     Args:
@@ -236,18 +229,6 @@ class SparkConnectServer(StartStop):
         pgid = self.pid
         self._busy = BusySampler(lambda: group_cpu_seconds(pgid), available_cores(), self.clock)
         return self
-
-    def stop(self, timeout_s: float | None = None) -> str:
-        """Stop the server's process group; returns how (``terminated``/``killed``/...).
-
-        Idempotent. Removes the work directory when it was a temporary one.
-        """
-        outcome = "not_started"
-        if self.process is not None:
-            outcome = self.process.stop(self.stop_timeout_s if timeout_s is None else timeout_s)
-        if self.home is not None and self._given_dir is None:
-            shutil.rmtree(self.home, ignore_errors=True)
-        return outcome
 
     def busy_ratio(self) -> float | None:
         """The server's busy ratio (:data:`BUSY_METRIC`) since the previous call, or since it

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import BrokerError, ReadinessTimeout
-from ..lifecycle import StartStop
+from ..lifecycle import HomeProcess
 from ..process import ManagedProcess
 from . import artifacts
 
@@ -126,7 +126,7 @@ def new_cluster_id() -> str:
             return cid
 
 
-class EmbeddedKafka(StartStop):
+class EmbeddedKafka(HomeProcess):
     """A single-node KRaft Apache Kafka broker run from the pinned Maven classpath.
 
     Args:
@@ -233,18 +233,6 @@ class EmbeddedKafka(StartStop):
                 shutil.rmtree(self.home / "data", ignore_errors=True)
         self.startup_s = time.monotonic() - started
         return self
-
-    def stop(self, timeout_s: float | None = None) -> str:
-        """Stop the broker's process group; returns how (``terminated``/``killed``/...).
-
-        Idempotent. Removes the data directory when it was a temporary one.
-        """
-        outcome = "not_started"
-        if self.process is not None:
-            outcome = self.process.stop(self.stop_timeout_s if timeout_s is None else timeout_s)
-        if self.home is not None and self._given_dir is None:
-            shutil.rmtree(self.home, ignore_errors=True)
-        return outcome
 
     # -- steps ---------------------------------------------------------------------------
     def _write_config(self) -> Path:

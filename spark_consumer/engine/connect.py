@@ -20,7 +20,6 @@ The Connect client imports pandas.
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import numpy as np
@@ -28,7 +27,7 @@ import pyarrow as pa
 
 from pytest_lagscale.contract.errors import ReplicaError
 
-from .base import ENRICHED_SCHEMA
+from .base import ENRICHED_SCHEMA, warmup_records
 
 #: Session variables holding the dimension on the server, per Connect session.
 SEGMENT_VARIABLE = "lagscale_segment_by_bucket"
@@ -96,7 +95,7 @@ class SparkConnectEngine:
                 "the URL of a running server") from exc
         try:
             self._plan = _Plan(session, self._dimension)
-            self.enrich(_warmup_records(64))
+            self.enrich(warmup_records(64))
         except Exception as exc:
             self.stop()
             raise ReplicaError(
@@ -223,16 +222,3 @@ def _first_line(exc: BaseException) -> str:
         return f"{grpc[1]}: {grpc[2]}"
     lines = text.strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
-def _warmup_records(n: int) -> pa.Table:
-    from ..records import RECORD_SCHEMA
-
-    now = time.time_ns()
-    ids = np.arange(n, dtype=np.int64)
-    return pa.Table.from_arrays(
-        [pa.array(ids.astype(np.int32)), pa.array(np.zeros(n, np.int32)), pa.array(ids),
-         pa.array(ids), pa.array(np.full(n, now, np.int64)), pa.array(ids),
-         pa.array(np.full(n, now, np.int64))],
-        schema=RECORD_SCHEMA,
-    )

@@ -88,7 +88,6 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +98,7 @@ from pytest_lagscale.contract.jvm import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERT
                                           core_jars_first, launch_gateway, shutdown_gateway)
 
 from . import cds
-from .base import ENRICHED_SCHEMA
+from .base import ENRICHED_SCHEMA, warmup_records
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +189,7 @@ class SparkEngine:
         self._spark = SparkSession(sc)
         self.shrunk_pools = _shrink_block_manager_pools(sc)
         self._plan = _Plan(self._spark, self._dimension)
-        self.enrich(_warmup_records(64))
+        self.enrich(warmup_records(64))
         return self
 
     def _spark_conf(self, workdir: Path) -> dict[str, str]:
@@ -375,18 +374,3 @@ def cds_archive() -> Path:
     """Path of the CDS archive matching the default JVM settings (it may not exist)."""
     # PLAN names the query the training run warms up: a new plan loads other classes.
     return cds.archive_path((*JAVA_OPTIONS, f"plan={PLAN}"), core_jars_first())
-
-
-
-
-def _warmup_records(n: int) -> pa.Table:
-    from ..records import RECORD_SCHEMA
-
-    now = time.time_ns()
-    ids = np.arange(n, dtype=np.int64)
-    return pa.Table.from_arrays(
-        [pa.array(ids.astype(np.int32)), pa.array(np.zeros(n, np.int32)), pa.array(ids),
-         pa.array(ids), pa.array(np.full(n, now, np.int64)), pa.array(ids),
-         pa.array(np.full(n, now, np.int64))],
-        schema=RECORD_SCHEMA,
-    )
