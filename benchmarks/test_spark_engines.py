@@ -12,7 +12,7 @@ Per engine, in one session:
   topic holding :data:`BACKLOG_RECORDS`; after :data:`WARM_S` the records processed over
   :data:`WINDOW_S` (the replicas' ``records_processed_total``) give records/s and the ratio to
   8 x nominal; total RSS of all replicas' process trees (+ the server's for spark-connect),
-  peak over the window; CPU seconds of those trees per 1,000 records over the window.
+  peak over the window; CPU seconds of those process groups per 1,000 records over the window.
 
 Targets (issue 10): the Spark engine's group capacity at 8 replicas >= 0.85 x nominal; its CPU
 seconds per 1,000 records within 3x of the arrow engine's. Every figure goes to the benchmark
@@ -35,6 +35,7 @@ from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.contract.rundir import RunDir
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.platform.local import LocalDeployment, template_from_deployment
+from pytest_lagscale.process import group_cpu_seconds, group_rss_bytes
 from tests.replica_helpers import produce_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.benchmark(group="engines")]
@@ -74,36 +75,12 @@ class GroupCapacity:
     server_rss_mb: float | None
 
 
-def _trees(pids: list[int]) -> list[psutil.Process]:
-    procs = []
-    for pid in pids:
-        try:
-            top = psutil.Process(pid)
-            procs += [top, *top.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            continue
-    return procs
+def _cpu_s(pgids: list[int]) -> float:
+    return sum(group_cpu_seconds(g) for g in pgids)
 
 
-def _cpu_s(procs: list[psutil.Process]) -> float:
-    total = 0.0
-    for p in procs:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            continue
-    return total
-
-
-def _rss_mb(procs: list[psutil.Process]) -> float:
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
-            continue
-    return total / 2**20
+def _rss_mb(pgids: list[int]) -> float:
+    return sum(group_rss_bytes(g) for g in pgids) / 2**20
 
 
 def _processed(ports: list[int]) -> float:
@@ -141,8 +118,8 @@ def measure_group_capacity(cluster: Any, engine: str, work: Path,
         time.sleep(WARM_S)
         replicas = platform.replicas()
         ports = [r.metrics_port for r in replicas]
-        procs = _trees([r.process.pid for r in replicas])
-        server = _trees([server_pid]) if server_pid else []
+        procs = [r.process.pid for r in replicas]  # each its own process group (+ its JVM)
+        server = [server_pid] if server_pid else []
         cpu0, n0, t0 = _cpu_s(procs + server), _processed(ports), time.monotonic()
         machine0 = psutil.cpu_times()
         rss_peak = server_peak = 0.0

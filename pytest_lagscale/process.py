@@ -326,6 +326,33 @@ def _wait_group_gone(pgid: int, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU seconds (user + system) of the live members of process group ``pgid``."""
+    import psutil
+
+    total = 0.0
+    for pid in group_members(pgid):
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:  # exited between the listing and the read
+            continue
+        total += times.user + times.system
+    return total
+
+
+def group_rss_bytes(pgid: int) -> int:
+    """Resident set size in bytes, summed over the live members of process group ``pgid``."""
+    import psutil
+
+    total = 0
+    for pid in group_members(pgid):
+        try:
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:  # exited between the listing and the read
+            continue
+    return total
+
+
 def group_members(pgid: int) -> list[int]:
     """Pids of the live (non-zombie) processes in process group ``pgid``."""
     pids = []

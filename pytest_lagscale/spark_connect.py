@@ -37,7 +37,7 @@ from .contract.jvm import LOG4J2_PROPERTIES
 from .errors import LagscaleError, ReadinessTimeout
 from .kafka.embedded import free_port
 from .lifecycle import HomeProcess
-from .process import ManagedProcess, group_members
+from .process import ManagedProcess, group_cpu_seconds
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 BUSY_METRIC = "spark_connect_server_busy_ratio"
@@ -110,20 +110,6 @@ class BusySampler:
         if now_s <= then_s:
             return None
         return max(0.0, cpu_s - then_cpu_s) / (now_s - then_s) / self.cores
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """CPU seconds (user + system) of the live members of process group ``pgid``."""
-    import psutil
-
-    total = 0.0
-    for pid in group_members(pgid):
-        try:
-            times = psutil.Process(pid).cpu_times()
-        except psutil.Error:  # exited between the listing and the read
-            continue
-        total += times.user + times.system
-    return total
 
 
 def available_cores() -> int:

@@ -86,3 +86,17 @@ def test_reap_run_kills_processes_of_a_dead_harness_by_run_id(tmp_path) -> None:
         else:
             os.environ["LAGSCALE_CACHE_DIR"] = saved
     assert group_members(orphan) == []
+
+
+def test_group_cpu_and_rss_sum_the_live_members_of_a_process_group() -> None:
+    from pytest_lagscale.process import group_cpu_seconds, group_rss_bytes
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n" \
+           "time.sleep(30)"
+    with ManagedProcess("burner", [sys.executable, "-c", burn]) as child:
+        deadline = time.monotonic() + 10
+        while group_cpu_seconds(child.pid) < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert group_cpu_seconds(child.pid) >= 0.25
+        assert group_rss_bytes(child.pid) > 1_000_000  # an interpreter is megabytes
+    assert group_cpu_seconds(child.pid) == 0.0 and group_rss_bytes(child.pid) == 0
