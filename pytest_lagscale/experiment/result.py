@@ -70,6 +70,8 @@ class RunResult:
         run_info: what the run was besides its inputs (topic, group, lagThreshold, replica
             bounds, per-replica capacity, graceful drain, settled, files), under ``run``.
         assertions: assertions recorded so far (by :meth:`check`).
+        experiment: an experiment's own figures and tables (by :meth:`record`), under
+            ``experiment`` in the JSON.
         machine_info, commit_info: the environment (see :mod:`.environment`).
     """
 
@@ -85,6 +87,7 @@ class RunResult:
     extra_metrics: dict[str, float | None] = field(default_factory=dict)
     run_info: dict[str, Any] = field(default_factory=dict)
     assertions: list[Assertion] = field(default_factory=list)
+    experiment: dict[str, Any] = field(default_factory=dict)
     machine_info: Mapping[str, Any] = field(default_factory=dict)
     commit_info: Mapping[str, Any] = field(default_factory=dict)
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
@@ -118,6 +121,7 @@ class RunResult:
                                          if self.reconciliation is not None else None)}
         scale_out = self.measurements.scale_out
         doc["scale_out"] = scale_out.to_dict() if scale_out is not None else None
+        doc["experiment"] = self.experiment
         return doc
 
     @property
@@ -133,6 +137,14 @@ class RunResult:
         write_summary(self.run_dir / "summary.md", self.measurements, self.assertions,
                       title=f"lagscale run {self.title}")
         return self.benchmark_path
+
+    def record(self, name: str, value: Any) -> Any:
+        """Record an experiment's figure or table (JSON-ready) under ``experiment.<name>`` of
+        ``benchmark.json`` and rewrite the reports; returns ``value``. Experiments record what
+        they compare before they assert on it."""
+        self.experiment[name] = value
+        self.write()
+        return value
 
     def check(self, name: str, value: float | None, threshold: float | None,
               passed: bool) -> bool:

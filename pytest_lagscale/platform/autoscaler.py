@@ -8,7 +8,8 @@ plain CPU HPA, ...). Each :meth:`~LocalAutoscaler.step` at ``now_s``:
    at once, the HPA sync every sync period: the schedule is the policy's);
 2. ``observe``: reads ``{partition: (committed, log_end)}`` from the lag source if the policy
    needs lag (a failed read is a ``lag_read_failed`` event and a trigger error, as in KEDA),
-   replica counts and, if it needs CPU, per-replica CPU;
+   replica counts and, when the Deployment requests CPU, per-replica CPU (a ``replica_cpu``
+   event, millicores per replica; the policy sees it only if it needs CPU);
 3. ``decide``: the policy's steps (``keda_poll``, ``hpa_sync``, ...);
 4. ``apply``: each step goes to ``controller.events.jsonl`` under its event name with its inputs
    and outputs; a step that changed the replica count is also a ``decision`` event and scales
@@ -97,7 +98,8 @@ class LocalAutoscaler(StartStop):
         lag_source: offsets reader; may be None for a policy that does not need lag.
         event_log_path: the controller's JSONL event log.
         clock: time source (``RealClock`` in runs, ``FakeClock`` in tests).
-        cpu_request_millicores: per-replica CPU request, for policies that need CPU.
+        cpu_request_millicores: per-replica CPU request (millicores); with it, every due step
+            samples the replicas' CPU (``replica_cpu`` events) and CPU policies decide on it.
         name: object name in metric labels (default: the policy's ``metrics_name``).
         cpu_sampler: ``sample(replicas, now_s) -> {replica_id: millicores}`` (default: a
             :class:`~pytest_lagscale.platform.local.CpuSampler` of the replicas' processes).
@@ -176,11 +178,18 @@ class LocalAutoscaler(StartStop):
             except Exception as exc:  # BrokerError, transport: a trigger error, as in KEDA
                 self.events.emit("lag_read_failed", error=str(exc))
         cpu_pods = None
-        if policy.needs_cpu and self._cpu is not None and self.cpu_request_millicores:
+        if self._cpu is not None and self.cpu_request_millicores:
+            # Sampled for every policy (what the metrics server would report), so a lag policy's
+            # run records its replicas' CPU utilization too; only a CPU policy decides on it.
             replicas = self.deployment.replicas()
             usage = self._cpu.sample(replicas, now_s)
-            cpu_pods = tuple(PodCpu(int(usage[r.replica_id]) if r.replica_id in usage else None,
-                                    self.cpu_request_millicores, r.ready) for r in replicas)
+            if usage:
+                self.events.emit("replica_cpu", request_millicores=self.cpu_request_millicores,
+                                 millicores={k: round(v, 1) for k, v in usage.items()})
+            if policy.needs_cpu:
+                cpu_pods = tuple(PodCpu(int(usage[r.replica_id]) if r.replica_id in usage
+                                        else None, self.cpu_request_millicores, r.ready)
+                                 for r in replicas)
         self.last_offsets = offsets
         return Observation(current_replicas=self.deployment.desired_replicas, offsets=offsets,
                            status_replicas=self.deployment.current_replicas,
