@@ -58,14 +58,15 @@ def test_fakes_implement_the_protocols() -> None:
     assert isinstance(CountingDeployment(), ScaledDeployment)
 
 
-def test_lag_is_read_once_per_due_tick_and_cpu_not_at_all(tmp_path) -> None:
+def test_lag_is_read_once_per_due_tick_and_cpu_recorded_with_it(tmp_path) -> None:
     """CI ScaledObject (poll 2 s, sync 3 s) over [0, 6] s in 0.5 s ticks: steps are due at
-    0, 2, 3, 4 and 6 s (poll and sync together at 6 s share one observation)."""
+    0, 2, 3, 4 and 6 s (poll and sync together at 6 s share one observation). CPU is sampled
+    with each observation (recorded as replica_cpu; the lag policy does not decide on it)."""
     clock, lag, cpu = FakeClock(0.0), ScriptedLag(), ScriptedCpu()
     scaler = LocalAutoscaler(policy("scaledobject-ci.yaml"), CountingDeployment(), lag, tmp_path / "c.jsonl",
                              clock=clock, cpu_request_millicores=500, cpu_sampler=cpu)
     tick(scaler, clock, until_s=6.0)
-    assert lag.reads == 5 and cpu.samples == []
+    assert lag.reads == 5 and cpu.samples == [0.0, 2.0, 3.0, 4.0, 6.0]
     assert [(d.event, d.now_s) for d in scaler.decisions] == [
         ("keda_poll", 0.0), ("keda_poll", 2.0), ("hpa_sync", 3.0), ("keda_poll", 4.0), ("keda_poll", 6.0),
         ("hpa_sync", 6.0)]
@@ -100,11 +101,11 @@ def test_set_policy_switches_mid_run_with_a_fresh_schedule(tmp_path) -> None:
     scaler.set_policy(hpa, clock.now())
     assert scaler.policy is hpa and scaler.controller is hpa
     tick(scaler, clock, until_s=8.0)
-    assert lag.reads == reads and cpu.samples == [4.5, 7.5]
+    assert lag.reads == reads and cpu.samples == [0.0, 2.0, 3.0, 4.0, 4.5, 7.5]
     events = list(read_events(tmp_path / "c.jsonl"))
     switched = [e for e in events if e["event"] == "policy_switched"]
     assert [{k: e[k] for k in ("now_s", "from_policy", "to_policy", "to_object", "lag_threshold_records")}
             for e in switched] == [{"now_s": 4.5, "from_policy": "keda-hpa", "to_policy": "hpa",
                                     "to_object": "lagscale-consumer-cpu", "lag_threshold_records": None}]
-    after = [e["event"] for e in events if e["monotonic_s"] >= 4.5 and e["event"] != "policy_switched"]
+    after = [e["event"] for e in events if e["monotonic_s"] >= 4.5 and e["event"] not in ("policy_switched", "replica_cpu")]
     assert after == ["hpa_sync"]  # no KEDA poll after the switch; first sync one period later
