@@ -14,6 +14,15 @@ replicas share one IP), ``--event-log`` and ``--store`` appended to the template
 stdout/stderr and event log live in ``<run_dir>/replicas/<replica id>/``. Platform events
 (``replica_started``, ``replica_ready``, ``replica_terminating``, ``replica_stopped``,
 ``replica_exited``, ``scaled``) go to ``<run_dir>/platform.events.jsonl``.
+
+Identity, as a StatefulSet gives it (:mod:`.identity`): besides its replica id (unique per
+process), each replica holds a slot, the lowest ordinal no live replica holds (a replica whose
+termination is still in progress keeps its slot), and is named ``<name>-<ordinal>``
+(``lagscale-consumer-0``); the replacement of a replica that exited takes the exited one's slot.
+The name is in the replica's environment as ``POD_NAME`` and replaces ``$(POD_NAME)`` in its
+args, so ``--instance-id=$(POD_NAME)`` (the ``--static-membership`` run option) makes a replaced
+replica rejoin as the same static member. ``replica_started`` records ``ordinal``, ``pod_name``
+and ``instance_id`` (None without ``--instance-id``).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from ..eventlog import EventLog
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
+from .identity import POD_NAME_VAR, expand_pod_fields, flag_value, lowest_free_ordinal, pod_name
 from .image import PreparedImage, prepare_image
 
 if TYPE_CHECKING:
@@ -71,6 +81,10 @@ class Replica:
         metrics_port: loopback port of its ``/metrics`` and readiness endpoints.
         started_s: monotonic start time; ``ready_s`` when the probe first passed, else None.
         terminating: True once SIGTERM was sent by a scale-down.
+        ordinal: its identity slot (0, 1, ...); a replacement takes the slot of the replica it
+            replaces.
+        pod_name: ``<deployment name>-<ordinal>``, its ``POD_NAME``.
+        instance_id: its ``--instance-id`` (static membership) after expansion, or None.
     """
 
     replica_id: str
@@ -80,6 +94,9 @@ class Replica:
     started_s: float
     ready_s: float | None = None
     terminating: bool = False
+    ordinal: int = 0
+    pod_name: str = ""
+    instance_id: str | None = None
 
     @property
     def ready(self) -> bool:
@@ -244,25 +261,38 @@ class LocalDeployment(StartStop):
         self.events.close()
 
     # -- internals -----------------------------------------------------------------------
-    def _start_replica(self) -> Replica:
+    def _taken_ordinals(self) -> set[int]:
+        """Slots of the live replicas and of those whose termination is still in progress."""
+        return ({r.ordinal for r in self._replicas}
+                | {r.ordinal for r, thread in self._terminating if thread.is_alive()})
+
+    def _start_replica(self, ordinal: int | None = None) -> Replica:
+        """Start one replica in slot ``ordinal`` (default: the lowest free one); lock held."""
         replica_id = f"replica-{self._next_index:04d}"
         self._next_index += 1
+        if ordinal is None:
+            ordinal = lowest_free_ordinal(self._taken_ordinals())
+        name = pod_name(self.name, ordinal)
         directory = self.layout.replica_dir(replica_id)
         directory.mkdir(parents=True, exist_ok=True)
         port = free_port()
-        argv = [*self.template.argv, "--replica-id", replica_id, "--metrics-port", str(port),
+        argv = [*expand_pod_fields(self.template.argv, {POD_NAME_VAR: name}),
+                "--replica-id", replica_id, "--metrics-port", str(port),
                 "--event-log", str(self.layout.replica_events(replica_id)),
                 "--store", str(self.store_dir)]
-        process = ManagedProcess(replica_id, argv, env=self.template.env,
+        process = ManagedProcess(replica_id, argv, env={**self.template.env, POD_NAME_VAR: name},
                                  log_path=self.layout.replica_log(replica_id))
         try:
             process.start()
         except Exception as exc:
             raise ReplicaError(f"{replica_id}: failed to start: {exc}") from exc
-        replica = Replica(replica_id, process, port, directory, started_s=self.clock.now())
+        replica = Replica(replica_id, process, port, directory, started_s=self.clock.now(),
+                          ordinal=ordinal, pod_name=name,
+                          instance_id=flag_value(argv, "--instance-id"))
         self._replicas.append(replica)
         self.events.emit("replica_started", replica_id=replica_id, pid=process.pid,
-                         metrics_port=port)
+                         metrics_port=port, ordinal=ordinal, pod_name=name,
+                         instance_id=replica.instance_id)
         return replica
 
     def _terminate(self, replica: Replica, timeout_s: float | None = None) -> None:
@@ -296,7 +326,8 @@ class LocalDeployment(StartStop):
                                  log_tail=replica.process.tail(20))
                 replica.process.stop(0)
                 if len(self._replicas) < self.desired_replicas and not self._stop.is_set():
-                    self._start_replica()  # the ReplicaSet replaces a failed pod
+                    # the ReplicaSet replaces a failed pod; a StatefulSet under the same name
+                    self._start_replica(ordinal=replica.ordinal)
             return
         if replica.ready_s is None and _probe_ok(replica.metrics_port,
                                                  self.template.readiness_path):
@@ -360,8 +391,6 @@ class CpuSampler:
         for gone in set(self._last) - seen:
             del self._last[gone]
         return out
-
-
 
 
 def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: str, *,
