@@ -9,19 +9,21 @@ the timeline PNG. A new action is one module plus one line in :data:`ACTIONS`.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from ...errors import ConfigError
 from .base import ActionContext, PlanFacts, ScheduledAction
 from .increase_partitions import IncreasePartitions
 from .kill_replica import KillReplica
+from .rolling_restart import RollingRestart
 from .switch_policy import SwitchPolicy
 
 #: Every action a profile may schedule, by name.
 ACTIONS: dict[str, type] = {
     IncreasePartitions.name: IncreasePartitions,
     KillReplica.name: KillReplica,
+    RollingRestart.name: RollingRestart,
     SwitchPolicy.name: SwitchPolicy,
 }
 
@@ -62,22 +64,27 @@ def plan_actions(specs: Iterable[Any], facts: PlanFacts) -> tuple[Scheduled, ...
 
 
 class ActionScheduler:
-    """Runs scheduled actions at ``start_s + at_s`` on a clock, in a thread.
+    """Runs scheduled actions at ``start_s + at_s`` on a clock, in a thread (an action with
+    ``background = True`` in a thread of its own); leaving the ``with`` block sets
+    ``context.stopping`` and waits for the actions still running.
 
     Args:
         scheduled: from :func:`plan_actions`, ordered by time.
-        context: the run's parts.
+        context: the run's parts (each action gets a copy carrying the scheduler's
+            ``stopping`` event and ``events``).
         events: the runner's event log (``action`` / ``action_failed`` events).
         clock: the runner's clock; ``start_s`` is the load start on it (monotonic seconds).
     """
 
     def __init__(self, scheduled: tuple[Scheduled, ...], context: ActionContext, events: Any,
                  clock: Any, start_s: float):
-        self.scheduled, self.context, self.events = scheduled, context, events
+        self.scheduled, self.events = scheduled, events
         self.clock, self.start_s = clock, start_s
         self.done: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
+        self.context = replace(context, stopping=self._stop, events=events)
+        self._background: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._loop, name="lagscale-actions", daemon=True)
 
     def __enter__(self) -> "ActionScheduler":
@@ -89,6 +96,8 @@ class ActionScheduler:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=30)
+        for thread in self._background:
+            thread.join(timeout=30)
 
     def _loop(self) -> None:
         for item in self.scheduled:
@@ -99,7 +108,13 @@ class ActionScheduler:
                 self._stop.wait(min(delay, 0.05))
             if self._stop.is_set():
                 return
-            self.run_one(item)
+            if getattr(item.action, "background", False):
+                thread = threading.Thread(target=self.run_one, args=(item,), daemon=True,
+                                          name=f"lagscale-action-{item.action.name}")
+                self._background.append(thread)
+                thread.start()
+            else:
+                self.run_one(item)
 
     def run_one(self, item: Scheduled) -> None:
         """Run one action now and write its event."""

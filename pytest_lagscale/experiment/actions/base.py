@@ -6,7 +6,8 @@ One module per action, registered in :data:`pytest_lagscale.experiment.actions.A
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
 
@@ -35,6 +36,9 @@ class ActionContext:
         cluster: the Kafka cluster provider.
         build_policy: ``build_policy(ref) -> ScalingPolicy`` for a policy name or YAML path.
         now_s: the runner's clock reading (monotonic seconds).
+        stopping: set when the scheduler stops (the load ended, or the run is stopping); an
+            action that takes long waits on it and returns what it did so far.
+        events: the runner's event log, for an action's own events (set by the scheduler).
     """
 
     admin: Any
@@ -45,6 +49,8 @@ class ActionContext:
     cluster: Any
     build_policy: Callable[[str], Any]
     now_s: Callable[[], float]
+    stopping: threading.Event = field(default_factory=threading.Event)
+    events: Any = None
 
 
 @runtime_checkable
@@ -52,7 +58,9 @@ class ScheduledAction(Protocol):
     """An action at a time of the run.
 
     ``name`` is its key in profiles (``action: increase_partitions``); :meth:`from_params`
-    checks the entry's parameters when the run is planned (nothing is started yet).
+    checks the entry's parameters when the run is planned (nothing is started yet). An action
+    that takes long (tens of seconds) sets the class attribute ``background = True``: it then
+    runs in its own thread, so the actions after it keep their times.
     """
 
     name: ClassVar[str]

@@ -129,3 +129,161 @@ def test_scheduler_runs_each_action_on_time_and_records_failures() -> None:
                                   "signal": "SIGKILL"}
     assert scheduler.errors == ["increase_partitions to=9 at 0.3 s: RuntimeError: broker gone"]
     assert KillReplica().label() == "kill_replica newest SIGKILL"
+
+
+# -- rolling_restart ---------------------------------------------------------------------------
+from pytest_lagscale.errors import ReplicaError  # noqa: E402
+from pytest_lagscale.experiment.actions import rolling_restart as rolling_module  # noqa: E402
+from pytest_lagscale.experiment.actions.rolling_restart import RollingRestart  # noqa: E402
+
+
+@pytest.mark.parametrize(("params", "problems"), [
+    pytest.param({"pause_s": -1}, ["actions[0].pause_s: -1 is not allowed; allowed: seconds in "
+                                   "[0, 600]; set 'pause_s'"], id="pause-negative"),
+    pytest.param({"pause_s": "5s", "timeout_s": 0.5},
+                 ["actions[0].pause_s: '5s' is not allowed; allowed: seconds in [0, 600]; set "
+                  "'pause_s'",
+                  "actions[0].timeout_s: 0.5 is not allowed; allowed: seconds in [1, 3600]; set "
+                  "'timeout_s'"], id="pause-text-timeout-short"),
+    pytest.param({"timeout_s": True}, ["actions[0].timeout_s: True is not allowed; allowed: "
+                                       "seconds in [1, 3600]; set 'timeout_s'"], id="bool"),
+    pytest.param({"order": "newest"}, ["actions[0].order: 'newest' is not a parameter of this "
+                                       "action; allowed: pause_s, timeout_s; remove it"],
+                 id="unknown"),
+])
+def test_rolling_restart_parameters_are_checked_at_plan_time(params: dict[str, Any],
+                                                             problems: list[str]) -> None:
+    with pytest.raises(ConfigError) as info:
+        plan_actions([ActionSpec(10, "rolling_restart", params)], PlanFacts(partitions=8))
+    assert info.value.problems == problems
+
+
+def test_rolling_restart_defaults_and_label() -> None:
+    planned = plan_actions([ActionSpec(10, "rolling_restart", {}),
+                            ActionSpec(20, "rolling_restart", {"pause_s": 5, "timeout_s": 60})],
+                           PlanFacts(partitions=8))
+    assert [p.action for p in planned] == [RollingRestart(0.0, 180.0), RollingRestart(5, 60)]
+    assert [p.action.label() for p in planned] == ["rolling_restart",
+                                                   "rolling_restart pause_s=5"]
+    assert RollingRestart.background is True
+
+
+class _Slots:
+    """A Deployment of fake replicas: an exited replica is replaced in its slot (pod name) by
+    a new id; ``ready_after`` polls of the replica list pass before a replacement is ready;
+    ``exits_on`` the signals the replicas exit on."""
+
+    def __init__(self, n: int, *, ready_after: int = 0, exits_on: tuple[int, ...] = (15, 9),
+                 grace_s: float = 30.0) -> None:
+        from types import SimpleNamespace
+
+        self.template = SimpleNamespace(termination_grace_period_s=grace_s)
+        self.live = [self._replica(i) for i in range(n)]
+        self.next_id, self.ready_after, self.exits_on = n + 1, ready_after, exits_on
+        self.signals: list[tuple[str, int]] = []
+        self.lock = threading.Lock()
+
+    def _replica(self, ordinal: int, index: int | None = None, polls: int = 0) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(replica_id=f"replica-{(index or ordinal + 1):04d}",
+                               pod_name=f"c-{ordinal}", instance_id=f"c-{ordinal}",
+                               ordinal=ordinal, polls=polls, ready=polls == 0)
+
+    def replicas(self) -> list[Any]:
+        with self.lock:
+            for r in self.live:
+                r.polls -= 1
+                r.ready = r.polls <= 0
+            return list(self.live)
+
+    def kill_replica(self, replica_id: str, signum: int) -> None:
+        with self.lock:
+            self.signals.append((replica_id, signum))
+            old = next(r for r in self.live if r.replica_id == replica_id)
+            if signum in self.exits_on:
+                self.live.remove(old)
+                self.live.append(self._replica(old.ordinal, self.next_id, self.ready_after))
+                self.next_id += 1
+
+
+def _context(platform: Any, events: Any = None) -> ActionContext:
+    context = ActionContext(None, "events", "enrich", platform, None, None, lambda r: None,
+                            RealClock().now)
+    context.events = events
+    return context
+
+
+def test_rolling_restart_replaces_each_replica_oldest_first_in_its_slot() -> None:
+    platform, events = _Slots(3, ready_after=2), _Events()
+    fields = RollingRestart().run(_context(platform, events))
+    assert platform.signals == [("replica-0001", 15), ("replica-0002", 15), ("replica-0003", 15)]
+    assert [(r["replica_id"], r["pod_name"], r["replacement_id"], r["killed"])
+            for r in fields["replicas"]] == [("replica-0001", "c-0", "replica-0004", False),
+                                             ("replica-0002", "c-1", "replica-0005", False),
+                                             ("replica-0003", "c-2", "replica-0006", False)]
+    assert (fields["restarted"], fields["interrupted"]) == (3, False)
+    assert all(r["downtime_s"] >= r["exit_wait_s"] >= 0 for r in fields["replicas"])
+    assert [(name, f["replica_id"]) for name, f in events.lines] == [
+        ("replica_restart_started", "replica-0001"), ("replica_restarted", "replica-0001"),
+        ("replica_restart_started", "replica-0002"), ("replica_restarted", "replica-0002"),
+        ("replica_restart_started", "replica-0003"), ("replica_restarted", "replica-0003")]
+    assert events.lines[0][1] == {"replica_id": "replica-0001", "pod_name": "c-0",
+                                  "instance_id": "c-0", "index": 0, "of": 3}
+    assert [r.pod_name for r in platform.replicas()] == ["c-0", "c-1", "c-2"]
+
+
+def test_rolling_restart_sigkills_a_replica_still_there_after_the_grace_period(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rolling_module, "EXIT_DETECT_S", 0.2)
+    platform = _Slots(1, exits_on=(9,), grace_s=0.0)
+    fields = RollingRestart().run(_context(platform))
+    assert platform.signals == [("replica-0001", 15), ("replica-0001", 9)]
+    assert fields["replicas"][0]["killed"] is True
+    assert fields["replicas"][0]["exit_wait_s"] >= 0.2
+
+
+def test_rolling_restart_fails_naming_the_slot_when_the_replacement_is_not_ready() -> None:
+    platform = _Slots(2, ready_after=10**9)
+    with pytest.raises(ReplicaError) as info:
+        RollingRestart(timeout_s=0.3).run(_context(platform))
+    assert str(info.value) == ("rolling_restart: c-0: the replacement of replica-0001 was not "
+                               "ready within 0.3 s; raise timeout_s or check the replica logs")
+
+
+def test_rolling_restart_skips_a_replica_scaled_down_before_its_turn() -> None:
+    platform = _Slots(2)
+    real_kill = platform.kill_replica
+
+    def kill_and_scale_down(replica_id: str, signum: int) -> None:
+        real_kill(replica_id, signum)
+        platform.live = [r for r in platform.live if r.replica_id != "replica-0002"]
+
+    platform.kill_replica = kill_and_scale_down  # type: ignore[method-assign]
+    fields = RollingRestart().run(_context(platform))
+    assert [r.get("skipped") for r in fields["replicas"]] == [
+        None, "gone before its turn (scaled down)"]
+    assert fields["restarted"] == 1
+
+
+def test_a_rolling_restart_runs_beside_later_actions_and_the_scheduler_stop_interrupts_it() -> None:
+    """The restart waits for a replacement that never gets ready; a kill 0.1 s later still runs
+    on time, and leaving the scheduler stops the restart at once with what it did."""
+    platform, events, clock = _Slots(2, ready_after=10**9), _Events(), RealClock()
+    planned = plan_actions([ActionSpec(0.0, "rolling_restart", {"timeout_s": 60}),
+                            ActionSpec(0.1, "kill_replica", {"replica": "oldest",
+                                                             "signal": "SIGSTOP"})],
+                           PlanFacts(partitions=8))
+    start = clock.now()
+    with ActionScheduler(planned, _context(platform), events, clock, start) as scheduler:
+        while len(platform.signals) < 2 and clock.now() - start < 5:
+            threading.Event().wait(0.02)
+        assert platform.signals[1] == ("replica-0002", 19)  # SIGSTOP, while the restart waits
+        assert [name for name, _ in events.lines] == ["replica_restart_started", "action"]
+        left_s = clock.now()
+    assert clock.now() - left_s < 1.0
+    assert scheduler.errors == []
+    restart = scheduler.done[-1]
+    assert (restart["action"], restart["interrupted"], restart["replicas"]) == (
+        "rolling_restart", True, [])
+    assert [name for name, _ in events.lines][-1] == "action"
