@@ -232,6 +232,11 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("graceful", "graceful", "Scale-down drains replicas with SIGTERM within the grace "
               "period; --no-graceful SIGKILLs them. Default: graceful.", default=True,
               negatable=True),
+    RunOption("static-membership", "static_membership", "Replicas join as static members: "
+              "group.instance.id is the replica's stable name (<Deployment name>-<ordinal>, "
+              "kept by its replacement) and classic groups get a 45 s session timeout, so a "
+              "replica restarted within it causes no rebalance. Default: dynamic membership.",
+              default=False, negatable=True),
     _choices("platform", "platform", tuple(PLATFORMS), "Where replicas run: local processes. "
              "Default: local.", default="local"),
     _choices("kafka", "kafka", KINDS, "Where the broker comes from: an embedded KRaft node from "

@@ -62,6 +62,7 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         partitions=plan.profile.partitions, seed=plan.profile.seed, scale=plan.settings.scale,
         engine=plan.engine, trigger_interval_s=plan.trigger_interval_s,
         spark_remote=redact_remote(run.spark_remote),
+        static_membership=plan.settings.static_membership,
         versions=versions(kafka_version), broker=broker)
     start_s, end_s = spike_window(events)  # as recorded, else as scheduled
     spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..config.deployment import DeploymentConfig, load_deployment
 from ..errors import ConfigError
@@ -85,6 +85,24 @@ class RunPlan:
         return Path(self.policy_config.source).stem
 
 
+#: Classic-group session timeout of static members, seconds: a restarted replica must rejoin
+#: before the broker expires it (a Spark replica's cold start is 5-17 s; 45 s is also the
+#: broker's default KIP-848 session timeout).
+STATIC_SESSION_TIMEOUT_S = 45.0
+
+
+def static_membership_flags(balancer: str, flags: Mapping[str, str]) -> dict[str, str]:
+    """Replica flag overrides for static membership: ``--instance-id=$(POD_NAME)`` (the
+    platform expands the replica's stable name) and, for classic groups, ``--session-timeout``
+    of at least :data:`STATIC_SESSION_TIMEOUT_S` (the Deployment's ``flags`` value when higher;
+    KIP-848 session timeouts are broker settings, so none for ``consumer``)."""
+    out = {"--instance-id": "$(POD_NAME)"}
+    if balancer != "consumer":
+        current = float(flags.get("--session-timeout") or 0.0)
+        out["--session-timeout"] = f"{max(STATIC_SESSION_TIMEOUT_S, current):g}"
+    return out
+
+
 def profile_spike_window(profile: Profile) -> tuple[float, float] | None:
     """``(start_s, end_s)`` of the contiguous steps labelled ``spike``, or None."""
     spikes = [s for s in profile.schedule() if s.label == "spike"]
@@ -127,6 +145,9 @@ def plan_run(settings: RunSettings) -> RunPlan:
     if settings.trigger_interval_s is not None:
         flag_overrides["--trigger-interval"] = f"{settings.trigger_interval_s:g}"
     replica = deployment.replica
+    if settings.static_membership:
+        flag_overrides.update(static_membership_flags(settings.balancer or replica.balancer,
+                                                      replica.flags))
     engine = settings.engine or replica.engine
     spark_remote = settings.spark_remote or replica.flags.get("--spark-remote") or None
     if settings.spark_remote:
@@ -158,4 +179,5 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    replica_range=(policy.min_replicas, policy.max_replicas))
 
 
-__all__ = ["RunPlan", "plan_run", "profile_spike_window"]
+__all__ = ["STATIC_SESSION_TIMEOUT_S", "RunPlan", "plan_run", "profile_spike_window",
+           "static_membership_flags"]

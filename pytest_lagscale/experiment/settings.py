@@ -41,6 +41,9 @@ class RunSettings:
         spark_remote: the spark-connect engine's server URL (``sc://HOST:PORT``); None = the
             Deployment's ``--spark-remote``, else a server the run starts itself.
         graceful: False: scale-down SIGKILLs replicas (experiment 6 without graceful drain).
+        static_membership: True: the replicas are static group members
+            (``--instance-id=$(POD_NAME)``, a stable name per replica slot) with a classic
+            session timeout of at least 45 s (see ``plan.static_membership_flags``).
         out_dir: parent of the run directory.
         name: run name (the directory is ``<out_dir>/<UTC stamp>-<name>``); default: the
             profile's name.
@@ -66,6 +69,7 @@ class RunSettings:
     trigger_interval_s: float | None = None
     spark_remote: str | None = None
     graceful: bool = True
+    static_membership: bool = False
     out_dir: Path = Path("lagscale-runs")
     name: str | None = None
     settle_timeout_s: float = 300.0
@@ -154,4 +158,6 @@ class RunSettings:
             parts.append(f"ti{self.trigger_interval_s:g}")
         if not self.graceful:
             parts.append("sigkill")
+        if self.static_membership:
+            parts.append("static")
         return "-".join(parts)

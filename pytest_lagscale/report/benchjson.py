@@ -82,7 +82,8 @@ class Assertion:
 class Inputs:
     """What the run was given. ``versions`` maps kafka/spark/librdkafka/python to strings;
     ``trigger_interval_s`` is the replicas' micro-batch trigger (seconds); ``spark_remote`` the
-    Spark Connect URL with credentials removed (None for other engines)."""
+    Spark Connect URL with credentials removed (None for other engines); ``static_membership``
+    whether the replicas were static group members (``--static-membership``)."""
 
     profile: str
     policy: str
@@ -93,6 +94,7 @@ class Inputs:
     engine: str = "spark"
     trigger_interval_s: float | None = None
     spark_remote: str | None = None
+    static_membership: bool = False
     versions: Mapping[str, str] = field(default_factory=dict)
     broker: Mapping[str, Any] = field(default_factory=dict)
 
