@@ -71,14 +71,34 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                        steps=list(measurements.steps), actions=actions,
                        title=f"{run_title(plan.settings.label(), inputs)}: lag, replicas, "
                              "consume rate")
+    replicas, replicas_png = per_replica(run, events, spike, run_title(plan.settings.label(),
+                                                                       inputs))
     result = RunResult(settings=plan.settings, run_dir=layout.root, spec=spec,
                        measurements=measurements, reconciliation=reconciliation,
                        timeline=run.timeline, events=events, inputs=inputs,
-                       artifacts=layout.artifacts(), extra_metrics=extra,
-                       run_info=_run_info(run), machine_info=machine_info(),
-                       commit_info=commit_info())
+                       artifacts={**layout.artifacts(), "replicas_png": replicas_png},
+                       extra_metrics=extra, run_info=_run_info(run),
+                       experiment={"replicas": replicas.to_dict()},
+                       machine_info=machine_info(), commit_info=commit_info())
     result.write()
     return result
+
+
+def per_replica(run: Any, events: Any, spike: tuple[float, float] | None,
+                title: str) -> tuple[Any, Any]:
+    """Each replica's partitions and records (:mod:`..analyze.replicas`, against the profile's
+    P) and ``replicas.png`` beside ``timeline.png``; returns ``(ReplicaTable, png path)``."""
+    from ..analyze.replicas import ownership, read_completions, replica_rates, replica_table
+    from ..report.replicas_png import write_replicas_png
+
+    completions = read_completions(run.layout.store, run.clock.start_wall_s)
+    table = replica_table(events, completions, run.plan.profile.partitions)
+    png = write_replicas_png(
+        ownership(events), replica_rates(completions), run.layout.root / "replicas.png",
+        replicas=[r.replica_id for r in table.replicas],
+        surplus=[r.replica_id for r in table.surplus], partitions=table.partitions,
+        spike=spike, title=f"{title}: partitions and records/s per replica")
+    return table, png
 
 
 #: Spark Connect URL parameters that carry credentials (removed from recorded URLs).

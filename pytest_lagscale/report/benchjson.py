@@ -21,6 +21,11 @@ burst summary (replicas, window, machine load, cold start median/max), as
 :meth:`pytest_lagscale.analyze.scale_out.ScaleOut.to_dict` gives it. ``scale_out`` is its own
 section rather than part of ``run`` because it is a measurement, not a run parameter; its
 medians also appear under ``metrics`` (``cold_start_median_s``, ``burst_load_average_max``).
+A third, ``experiment``, holds an experiment's own figures (``RunResult.record``) and, for
+every run, ``experiment.replicas``: each replica's partitions owned and records processed and
+the group's rebalance episodes against the profile's P, as
+:meth:`pytest_lagscale.analyze.replicas.ReplicaTable.to_dict` gives it (drawn in
+``replicas.png``, artifact ``replicas_png``).
 
 History files live in ``<root>/<machine-id>/NNNN_<commit>_<utc>[_dirty].json`` (as
 pytest-benchmark's storage/file.py). :func:`load` is the one reader; it upgrades old schema
