@@ -15,9 +15,10 @@ from pytest_lagscale.errors import ConfigError, LagscaleError
 
 PACKAGE_DATA = Path(pytest_lagscale.__file__).resolve().parent / "data"
 REPO = Path(__file__).resolve().parents[3]
-NAMES = "bursty, bursty-ci, spike, spike-ci, spike-demo"
+NAMES = "bursty, bursty-ci, ceiling, ceiling-ci, spike, spike-ci, spike-demo"
 MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, scaledobject, "
-             "scaledobject-ci")
+             "scaledobject-ceiling, scaledobject-ceiling-ci, scaledobject-ceiling-idle, "
+             "scaledobject-ceiling-idle-ci, scaledobject-ci")
 
 
 def test_data_path_is_a_real_directory_inside_the_package() -> None:
@@ -28,7 +29,7 @@ def test_data_path_is_a_real_directory_inside_the_package() -> None:
 
 
 def test_profile_names() -> None:
-    assert profile_names() == ("bursty", "bursty-ci", "spike", "spike-ci", "spike-demo")
+    assert profile_names() == tuple(NAMES.split(", "))
 
 
 @pytest.mark.parametrize(("value", "scale", "expected"), [
