@@ -54,7 +54,7 @@ def test_cpu_policy_lets_lag_build_where_the_lag_policy_scales_out(lagscale_run,
                                                                     lagscale_settings) -> None:
     scale = lagscale_settings.scale
     profile = load_profile(resolve_profile("spike", scale))
-    switch_at_s = profile.spike_start_s + profile.spike_hold_s
+    switch_at_s = profile.shape.spike_start_s + profile.shape.spike_hold_s
     lag_run = lagscale_run()
     cpu_run = lagscale_run(policy=f"hpa-cpu{_suffix(scale)}", actions=(
         ActionSpec(switch_at_s, "switch_policy", {"policy": f"scaledobject{_suffix(scale)}"}),))
