@@ -21,9 +21,10 @@ and the group, ``backlog / (full_replicas x capacity - input)``. None when eithe
 loaded member keeps up: ``R x L(n) <= capacity``, where L(n) is the largest member share when
 the P partitions are spread as evenly as an assignor can (each member gets floor or ceil of
 P / n partitions) and, within that, packed greedily hottest-first onto the least-loaded member
-with a free slot. Since L(n) >= 1 / n this also gives total capacity >= R. When even the full
-group cannot keep up (the hottest partition alone exceeds one replica's capacity), the oracle
-is capped at the full replicas and the seconds spent so are counted (``capped_s``).
+with a free slot (ties: the member with fewer free slots, so hot partitions share less).
+Since L(n) >= 1 / n this also gives total capacity >= R. When even the full group cannot keep
+up (the hottest partition alone exceeds one replica's capacity), the oracle is capped at the
+full replicas and the seconds spent so are counted (``capped_s``).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def max_member_share(shares: tuple[float, ...], members: int) -> float:
     loads = [0.0] * members
     for share in sorted(shares, reverse=True):
         free = [m for m in range(members) if slots[m] > 0]
-        m = min(free, key=lambda k: (loads[k], -slots[k]))
+        m = min(free, key=lambda k: (loads[k], slots[k]))
         loads[m] += share
         slots[m] -= 1
     return max(loads)
@@ -139,7 +140,7 @@ def _drain_s(backlog: float, spare_per_s: float) -> float | None:
     """Seconds to drain ``backlog`` at ``spare_per_s``; None when it never drains."""
     if backlog <= 0 and spare_per_s >= 0:
         return 0.0
-    return backlog / spare_per_s if spare_per_s > 0 else None
+    return float(backlog / spare_per_s) if spare_per_s > 0 else None
 
 
 def ideal_drain(backlog_records: float, partition_backlogs: Sequence[float] | None,

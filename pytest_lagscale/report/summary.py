@@ -1,9 +1,10 @@
 """Human-readable summaries of one run's measurements: ``summary.md`` and a rich table.
 
 Both list every metric of :data:`pytest_lagscale.analyze.METRICS` (name, value, unit, which
-way is better); ``summary.md`` then gives the scale steps (time, counts, dip, recovery), the
-scale-out (one row per replica started after the spike start, with the burst's machine load),
-then the assertions.
+way is better); ``summary.md`` then says how the oracle and ideal drain treated skew, gives the
+scale steps (time, counts, the rebalance each caused with its dip, reason, recovery, cost,
+duration and partitions stopped), the scale-out (one row per replica started after the spike
+start, with the burst's machine load), then the assertions.
 """
 
 from __future__ import annotations
@@ -38,15 +39,8 @@ def summary_markdown(m: Measurements, assertions: Sequence[Assertion] = (),
         lines += [f"Reaction incomplete: {m.reaction.reason}", ""]
     lines += ["## Measurements", "", "| metric | value | unit | better |", "|---|---:|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in measurement_rows(m)]
-    lines += ["", "## Scale steps", ""]
-    if m.steps:
-        lines += ["| t (s) | replicas | direction | reversal | dip | recovery (s) |",
-                  "|---:|---|---|---|---:|---:|"]
-        lines += [f"| {s.t_s:g} | {s.replicas_before} -> {s.replicas_after} | {s.direction} "
-                  f"| {'yes' if s.reversal else 'no'} | {_percent(s.dip)} "
-                  f"| {_fmt(s.recovery_s)} |" for s in m.steps]
-    else:
-        lines.append("No scale steps.")
+    lines += ["", "## Ideal drain and oracle", "", *skew_lines(m)]
+    lines += ["", "## Scale steps", "", *step_lines(m)]
     lines += ["", "## Scale-out", "", *scale_out_lines(m.scale_out)]
     if assertions:
         lines += ["", "## Assertions", "", "| assertion | threshold | value | verdict |",
@@ -54,6 +48,45 @@ def summary_markdown(m: Measurements, assertions: Sequence[Assertion] = (),
         lines += [f"| {a.name} | {_fmt(a.threshold)} | {_fmt(a.value)} | {a.verdict} |"
                   for a in assertions]
     return "\n".join(lines) + "\n"
+
+
+def skew_lines(m: Measurements) -> list[str]:
+    """Markdown lines on the partitions' input shares and how the ideal drain and the oracle
+    used them (the even-spread figures are in the metrics table, named ``even_spread_*``)."""
+    if not m.shares:
+        return ["Not measured."]
+    hot = max(range(len(m.shares)), key=m.shares.__getitem__)
+    lines = [(f"Shares ({m.shares_source}): hottest partition {hot} carries "
+              f"{_percent(m.shares[hot])} of the input (P = {len(m.shares)}).")]
+    if m.ideal is not None:
+        estimate = ("exact from the store" if m.ideal.backlog_source == "store"
+                    else "estimated as total backlog x share")
+        lines.append(f"Ideal drain {_fmt(m.ideal.time_s)} s: slowest partition "
+                     f"{m.ideal.slowest_partition} {_fmt(m.ideal.partition_bound_s)} s, group "
+                     f"{_fmt(m.ideal.group_bound_s)} s; per-partition backlog {estimate}.")
+    if m.oracle_capped_s:
+        lines.append(f"Oracle capped at full replicas for {_fmt(m.oracle_capped_s)} s: the "
+                     "hottest partition's input exceeded one replica's capacity, so no replica "
+                     "count could keep up.")
+    return lines
+
+
+def step_lines(m: Measurements) -> list[str]:
+    """Markdown lines of the scale-step table (seconds; ``-`` where not measured)."""
+    if not m.steps:
+        return ["No scale steps."]
+    window = f" (rate window {_fmt(m.rate_window_s)} s)" if m.rate_window_s else ""
+    lines = [f"Dip, recovery and cost over the 10 s after each step's rebalance{window}.", "",
+             ("| t (s) | replicas | direction | reversal | rebalance at (s) | dip | reason "
+              "| recovery (s) | cost (records) | rebalance duration (s) | partitions stopped |"),
+             "|---:|---|---|---|---:|---:|---|---:|---:|---:|---:|"]
+    lines += [f"| {s.t_s:g} | {s.replicas_before} -> {s.replicas_after} | {s.direction} "
+              f"| {'yes' if s.reversal else 'no'} | {_fmt(s.rebalance_s)} | {_percent(s.dip)} "
+              f"| {s.dip_reason or '-'} | {_fmt(s.recovery_s)} "
+              f"| {_fmt(s.rebalance_cost_records)} | {_fmt(s.rebalance_duration_s)} "
+              f"| {'-' if s.partitions_stopped is None else s.partitions_stopped} |"
+              for s in m.steps]
+    return lines
 
 
 def scale_out_lines(burst: ScaleOut | None) -> list[str]:

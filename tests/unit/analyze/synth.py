@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from pytest_lagscale.analyze import events_from_records
+from pytest_lagscale.analyze.store_rate import StoreTimes, store_times
 
 DEFAULTS: dict[str, Any] = {
     "total_lag": 0, "desired_replicas": 1, "current_replicas": 1, "ready_replicas": 1,
@@ -84,3 +86,31 @@ def scale_out_run() -> tuple[pd.DataFrame, pd.DataFrame]:
         (60.0, "producer", "spike_end", {}),
     )
     return table, log
+
+
+def batches(replica: str, start_s: float, end_s: float, every_s: float, records: int, *,
+            partition: int = 0, spread_s: float | None = None,
+            skip: tuple[float, float] | None = None) -> pd.DataFrame:
+    """Store rows (run seconds as ns) of one replica starting a batch of ``records`` every
+    ``every_s`` in ``[start_s, end_s)``; a batch's writes complete evenly over ``spread_s``
+    after its start (default ``every_s``; 0: all at the batch start). Batches starting inside
+    ``skip`` = ``[from_s, to_s)`` are left out. Records were produced 0.5 s before their batch.
+    """
+    spread = every_s if spread_s is None else spread_s
+    rows = []
+    for k in range(round((end_s - start_s) / every_s)):
+        at = start_s + k * every_s
+        if skip is not None and skip[0] - 1e-9 <= at < skip[1] - 1e-9:
+            continue
+        written = at + np.arange(records) * (spread / records)
+        rows.append(pd.DataFrame({
+            "replica_id": replica, "partition": partition,
+            "ts_ns": np.int64(round((at - 0.5) * 1e9)),
+            "processed_at_ns": np.int64(round(at * 1e9)),
+            "written_at_ns": np.rint(written * 1e9).astype(np.int64)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def store(*tables: pd.DataFrame) -> StoreTimes:
+    """:class:`StoreTimes` of :func:`batches` tables (times already in run seconds)."""
+    return store_times(pd.concat(tables, ignore_index=True))

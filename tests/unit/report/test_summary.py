@@ -23,7 +23,11 @@ def test_summary_markdown_lists_metrics_steps_and_assertions() -> None:
     assert text.startswith("# lagscale run\n\n## Measurements\n")
     assert "| reaction_time_s | 19 | s | lower |" in text
     assert "| drain_monotone | 1 | bool | higher |" in text
-    assert "| 30 | 1 -> 3 | up | no | 0.0% | 0 |" in text
+    assert ("| t (s) | replicas | direction | reversal | rebalance at (s) | dip | reason "
+            "| recovery (s) | cost (records) | rebalance duration (s) | partitions stopped |"
+            ) in text
+    # anchored at the new members' assignment (38 s); no store, so no dip
+    assert "| 30 | 1 -> 3 | up | no | 38 | - | no store | - | - | - | 0 |" in text
     assert "| reaction_time_s < 90 | 90 | 19 | pass |" in text
     assert "| r2 | 10.5 | 5.5 | 5 | - | 2.5 | 1 | yes |" in text
     # metrics, steps, scale-out replicas (header + r1, r2), assertions
@@ -64,3 +68,23 @@ def test_measurements_table() -> None:
     console.print(measurements_table(_measurements()))
     text = console.export_text()
     assert "replica_seconds_ratio" in text and "1.45" in text
+
+
+def test_summary_markdown_steps_with_a_store_and_skew() -> None:
+    table, log = synth.scale_out_run()
+    store = synth.store(synth.batches("r0", 0.0, 120.0, 0.1, 10),
+                        synth.batches("r1", 39.0, 90.0, 0.1, 10, partition=1))
+    spec = RunSpec(lag_threshold_records=1000, min_replicas=1, max_replicas=4, partitions=3,
+                   capacity_per_s=100.0, partition_counts=(40, 30, 30))
+    text = summary_markdown(measure(table, log, spec, store))
+    assert ("Dip, recovery and cost over the 10 s after each step's rebalance (rate window "
+            "2 s).") in text
+    assert "| 30 | 1 -> 3 | up | no | 38 | 0.0% | - | 0 | 0 | - | 0 |" in text
+    section = text.split("## Ideal drain and oracle\n\n")[1].split("\n\n")[0]
+    assert section == (
+        "Shares (manifest): hottest partition 0 carries 40.0% of the input (P = 3).\n"
+        # the store's partition 0 holds 50 records produced but not yet written at 60 s
+        "Ideal drain 15 s: slowest partition 0 0.8333 s, group 15 s; per-partition backlog "
+        "exact from the store.\n"
+        "Oracle capped at full replicas for 40 s: the hottest partition's input exceeded one "
+        "replica's capacity, so no replica count could keep up.")
