@@ -1,0 +1,168 @@
+"""Experiment 3 — the rebalance dip by protocol.
+
+The same scale-out under saturation (``rebalance-ci``: P = 4, 10 s at 200/s, 50 s at 2,000/s —
+more than the group's ~1,400/s at 4 Spark replicas — then 200/s while the backlog drains; at
+``full``, ``rebalance``: P = 24 at the lab's rates) runs four times on Spark replicas:
+
+* ``range``: eager (stop-the-world) rebalancing, every partition revoked at every change;
+* ``cooperative-sticky``: incremental cooperative rebalancing (KIP-429), only moved partitions
+  stop;
+* ``consumer``: the KIP-848 protocol, the broker's uniform assignor;
+* ``cooperative-sticky`` with static membership (``group.instance.id`` per replica slot,
+  ``--static-membership``, classic session timeout 45 s).
+
+At the end of the saturation a ``rolling_restart`` restarts every replica, oldest first (SIGTERM,
+graceful drain, the same slot's replacement ready, then the next): with static membership a
+restarted member comes back under its instance id, so the survivors should not rebalance.
+
+Per scale step (``analyze.steps``, anchored at the step's rebalance, rate from the store's
+per-record times): dip, recovery, rebalance_cost_records, rebalance duration (the replicas'
+``rebalance_done`` durations, the observations of their rebalance histogram) and partitions
+stopped. Per restart: the surviving members' rebalance callbacks and the dip at the restart.
+Asserted: the lab's SLO for cooperative-sticky (dip < 20 % and recovery < 5 s on every measured
+scale-out step), the lab's claim that range dips more than cooperative-sticky (mean dip), and
+that static membership spares the survivors the restart's rebalances. Reported beside them:
+KIP-848 and the drain time of the same backlog per protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_lagscale.analyze.dip import rebalance_dip
+from pytest_lagscale.analyze.store_rate import read_store_times
+from pytest_lagscale.config.bundled import resolve_profile
+from pytest_lagscale.contract.rundir import RunDir
+from pytest_lagscale.load.profiles import ActionSpec, load_profile
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(3), pytest.mark.integration,
+              pytest.mark.xdist_group("exp3")]
+
+#: variant -> RunSettings overrides
+VARIANTS: dict[str, dict[str, Any]] = {
+    "range": {"balancer": "range"},
+    "cooperative-sticky": {"balancer": "cooperative-sticky"},
+    "consumer": {"balancer": "consumer"},
+    "cooperative-sticky-static": {"balancer": "cooperative-sticky", "static_membership": True},
+}
+DIP_LIMIT = 0.20          # the lab's SLO for cooperative-sticky, per step
+RECOVERY_LIMIT_S = 5.0
+CALLBACKS = ("assigned", "revoked", "lost")
+RESTART_SETTLE_S = 5.0    # after a replacement is ready, its rebalance may still be running
+
+
+def _runs(lagscale_run, scale: str) -> dict[str, Any]:
+    profile = load_profile(resolve_profile("rebalance", scale))
+    restart_at_s = profile.shape.spike_start_s + profile.shape.spike_hold_s
+    restart = (ActionSpec(restart_at_s, "rolling_restart", {"pause_s": 1}),)
+    return {name: lagscale_run("rebalance", actions=restart, **overrides)
+            for name, overrides in VARIANTS.items()}
+
+
+def _store_times(result):
+    events = result.events
+    origin_s = float(events["monotonic_s"].iloc[0] - events["t_s"].iloc[0])
+    layout = RunDir(result.run_dir)
+    return read_store_times(layout.store, layout.merge_events(), origin_s)
+
+
+def _restarts(result, store) -> list[dict[str, Any]]:
+    """Per restarted replica: the survivors' rebalance callbacks and the dip at the restart."""
+    ev = result.events
+    started = ev[ev["event"] == "replica_restart_started"]
+    done = ev[ev["event"] == "replica_restarted"]
+    out = []
+    for (t0, fields), (t1, done_fields) in zip(zip(started["t_s"], started["fields"]),
+                                               zip(done["t_s"], done["fields"])):
+        mine = {fields.get("replica_id"), done_fields.get("replacement_id")}
+        window = ev[(ev["t_s"] >= t0) & (ev["t_s"] <= t1 + RESTART_SETTLE_S)
+                    & ev["event"].isin(CALLBACKS)]
+        survivors = window[~window["replica_id"].isin(mine)]
+        dip = rebalance_dip(store, result.timeline, float(t0)) if store is not None else None
+        out.append({"replica_id": fields.get("replica_id"), "t_s": round(float(t0), 3),
+                    "downtime_s": done_fields.get("downtime_s"),
+                    "survivor_callbacks": int(len(survivors)),
+                    "survivor_revoked_partitions": int(sum(
+                        len(f.get("partitions") or ()) for e, f in
+                        zip(survivors["event"], survivors["fields"]) if e != "assigned")),
+                    "dip": None if dip is None else dip.dip,
+                    "dip_reason": None if dip is None else dip.reason,
+                    "recovery_s": None if dip is None else dip.recovery_s,
+                    "cost_records": None if dip is None else dip.cost_records})
+    return out
+
+
+def _summary(result, store) -> dict[str, Any]:
+    ups = [s for s in result.measurements.steps if s.direction == "up"]
+    dips = [s.dip for s in ups if s.dip is not None]
+    restarts = _restarts(result, store)
+    return {
+        "run_dir": str(result.run_dir),
+        "steps": [s.to_dict() for s in result.measurements.steps],
+        "up_steps": len(ups), "up_steps_measured": len(dips),
+        "mean_dip": float(np.mean(dips)) if dips else None,
+        "max_dip": max(dips) if dips else None,
+        "max_recovery_s": max((s.recovery_s for s in ups if s.recovery_s is not None),
+                              default=None),
+        "rebalance_cost_records": float(sum(s.rebalance_cost_records or 0.0 for s in ups)),
+        "rebalance_duration_max_s": max((s.rebalance_duration_s for s in ups
+                                         if s.rebalance_duration_s is not None), default=None),
+        "partitions_stopped": int(sum(s.partitions_stopped or 0 for s in ups)),
+        "restarts": restarts,
+        "restart_survivor_callbacks": int(sum(r["survivor_callbacks"] for r in restarts)),
+        "drain_time_s": result.metrics["drain_time_s"],
+        "peak_lag_records": result.metrics["peak_lag_records"],
+        "lost_records": result.metrics.get("lost_records"),
+        "duplicated_records": result.metrics.get("duplicated_records"),
+    }
+
+
+def test_rebalance_dip_by_protocol(lagscale_run, lagscale_settings) -> None:
+    runs = _runs(lagscale_run, lagscale_settings.scale)
+    table = {name: _summary(run, _store_times(run)) for name, run in runs.items()}
+    coop, eager, static = (table["cooperative-sticky"], table["range"],
+                           table["cooperative-sticky-static"])
+    drain = {name: row["drain_time_s"] for name, row in table.items()}
+    faster = (eager["drain_time_s"] / coop["drain_time_s"]
+              if eager["drain_time_s"] and coop["drain_time_s"] else None)
+    comparison = {"variants": table, "drain_time_s": drain,
+                  "range_over_cooperative_drain_time": faster,
+                  "rate_window_s": runs["cooperative-sticky"].metrics.get("rate_window_s")}
+    for run in runs.values():
+        run.record("rebalance_dip", comparison)
+    print("\nexperiment 3: variant, up steps measured, mean dip, max dip, max recovery s, cost "
+          "records, restart survivor callbacks, drain s")
+    for name, row in table.items():
+        print(f"  {name:26s} {row['up_steps_measured']}/{row['up_steps']} {row['mean_dip']} "
+              f"{row['max_dip']} {row['max_recovery_s']} {row['rebalance_cost_records']:.0f} "
+              f"{row['restart_survivor_callbacks']} {row['drain_time_s']}")
+
+    result = runs["cooperative-sticky"]
+    coop_steps = [s for s in result.measurements.steps if s.direction == "up"
+                  and s.dip is not None]
+    verdicts = {
+        "cooperative steps measured": result.check(
+            "cooperative-sticky: scale-out steps with a measured dip >= 1",
+            len(coop_steps), 1, len(coop_steps) >= 1),
+        "cooperative dip": result.check(
+            f"cooperative-sticky: max dip < {DIP_LIMIT:.0%} per scale-out step", coop["max_dip"],
+            DIP_LIMIT, coop["max_dip"] is not None and coop["max_dip"] < DIP_LIMIT),
+        "cooperative recovery": result.check(
+            f"cooperative-sticky: max recovery < {RECOVERY_LIMIT_S:g} s per scale-out step",
+            coop["max_recovery_s"], RECOVERY_LIMIT_S,
+            all(s.recovery_s is not None and s.recovery_s < RECOVERY_LIMIT_S
+                for s in coop_steps) and bool(coop_steps)),
+        "range dips more": runs["range"].check(
+            "range mean dip > cooperative-sticky mean dip (the lab's claim)", eager["mean_dip"],
+            coop["mean_dip"], None not in (eager["mean_dip"], coop["mean_dip"])
+            and eager["mean_dip"] > coop["mean_dip"]),
+        "static spares the survivors": runs["cooperative-sticky-static"].check(
+            "rolling restart: survivors' rebalance callbacks, static < dynamic membership",
+            static["restart_survivor_callbacks"], coop["restart_survivor_callbacks"],
+            static["restart_survivor_callbacks"] < coop["restart_survivor_callbacks"]),
+    }
+    failed = [name for name, ok in verdicts.items() if not ok]
+    assert not failed, f"{failed} failed; {comparison}"
