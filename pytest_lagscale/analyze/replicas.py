@@ -10,12 +10,8 @@ ones made the group rebalance. Two sources:
   first ``assigned`` and after it leaves (its ``closed``, ``exited``, or the platform's
   ``replica_exited``/``replica_stopped``, whichever comes first: a SIGKILLed replica revokes
   nothing, its partitions are simply gone).
-* **Records**, from the store (``spark_consumer/store.py``: one Parquet file per batch per
-  replica, one row per record). A record counts at its ``written_at_ns`` (the end of its
-  write, the last step of processing) rather than the batch's ``processed_at_ns``: a saturated
-  Spark batch holds up to 2,000 records stamped with one instant whose writes take ~5 s, so
-  batch times would make a steady replica look like a train of spikes. :func:`read_completions`
-  aggregates the store into 0.1 s bins per replica.
+* **Records**, from the store: a completions table of :mod:`.completions` (records whose
+  write completed, per replica per 0.1 s bin).
 
 **Replica ordinal**: 1-based creation order (the platform's ``replica_started``; replicas
 without one follow, by their first event). The local platform removes the newest replicas
@@ -36,7 +32,6 @@ and every one of them is by a surplus replica; those are the extra rebalances th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -50,9 +45,6 @@ REBALANCE_EVENTS = ("assigned", "revoked", "lost")
 LEAVE_EVENTS = ("closed", "exited", "replica_exited", "replica_stopped")
 #: Quiet seconds that separate two rebalance episodes (see the module docstring).
 EPISODE_GAP_S = 5.0
-#: Seconds per bin of :func:`read_completions`.
-COMPLETION_BIN_S = 0.1
-COMPLETION_COLUMNS = ("t_s", "replica_id", "records")
 
 
 @dataclass(frozen=True)
@@ -150,109 +142,6 @@ class ReplicaTable:
                 "surplus_records": sum(r.records for r in surplus) if surplus else None,
                 "surplus_max_partitions": (max(r.max_partitions for r in surplus)
                                            if surplus else None)}
-
-
-# -- the store ------------------------------------------------------------------------------
-def completions_from_rows(rows: pd.DataFrame, origin_wall_s: float,
-                          bin_s: float = COMPLETION_BIN_S) -> pd.DataFrame:
-    """Records completed per replica per bin, from per-record store rows.
-
-    Args:
-        rows: one row per stored record with ``replica_id`` and ``written_at_ns`` (ns since
-            the epoch).
-        origin_wall_s: the run's start as wall-clock seconds since the epoch.
-        bin_s: bin width, seconds.
-
-    Returns:
-        Columns ``t_s`` float64 (bin start, seconds since run start), ``replica_id`` object,
-        ``records`` int64; one row per replica per non-empty bin, sorted by ``t_s``.
-    """
-    parts = [_binned(str(replica), group["written_at_ns"].to_numpy(), origin_wall_s, bin_s)
-             for replica, group in rows.groupby("replica_id")]
-    return _completions(pd.concat(parts, ignore_index=True) if parts else
-                        pd.DataFrame(columns=list(COMPLETION_COLUMNS)))
-
-
-def _binned(replica_id: str, written_at_ns: np.ndarray, origin_wall_s: float,
-            bin_s: float) -> pd.DataFrame:
-    """One replica's completion times (ns since the epoch) as bins of run seconds."""
-    origin_ns = int(round(origin_wall_s * 1e9))
-    run_s = (written_at_ns.astype(np.int64) - origin_ns) / 1e9
-    bins, counts = np.unique(np.floor(run_s / bin_s + 1e-9), return_counts=True)
-    return pd.DataFrame({"t_s": np.round(bins * bin_s, 6), "replica_id": replica_id,
-                         "records": counts})
-
-
-def read_completions(store_dir: str | Path, origin_wall_s: float,
-                     bin_s: float = COMPLETION_BIN_S) -> pd.DataFrame:
-    """Read the store into :func:`completions_from_rows` bins, one replica directory at a time
-    and only the ``written_at_ns`` column (the directory is the replica id; dot-prefixed files
-    being written are skipped).
-
-    Args:
-        store_dir: the replicas' Parquet store (``RunDir.store``); missing or empty gives an
-            empty table.
-        origin_wall_s: the run's start, wall-clock seconds since the epoch.
-        bin_s: bin width, seconds.
-    """
-    import pyarrow.dataset as ds
-
-    root = Path(store_dir)
-    parts = []
-    for directory in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else ():
-        table = ds.dataset(directory, format="parquet").to_table(columns=["written_at_ns"])
-        if table.num_rows:
-            parts.append(_binned(directory.name, table.column("written_at_ns").to_numpy(),
-                                 origin_wall_s, bin_s))
-    return _completions(pd.concat(parts, ignore_index=True) if parts else
-                        pd.DataFrame(columns=list(COMPLETION_COLUMNS)))
-
-
-def _completions(table: pd.DataFrame) -> pd.DataFrame:
-    out = table[list(COMPLETION_COLUMNS)].astype({"t_s": "float64", "records": "int64"})
-    out["replica_id"] = out["replica_id"].astype(object)
-    return out.sort_values(["t_s", "replica_id"], kind="stable").reset_index(drop=True)
-
-
-def group_rate(completions: pd.DataFrame, start_s: float, end_s: float,
-               replicas: Iterable[str] | None = None) -> float | None:
-    """Records/s completed in ``[start_s, end_s)`` by the group (or by ``replicas`` only).
-
-    Args:
-        completions: :func:`read_completions` bins (a bin counts when its start lies in the
-            window).
-        start_s, end_s: the window, seconds since run start.
-        replicas: restrict to these replica ids; None = all.
-
-    Returns:
-        The rate, records/s; None when the window is empty (``end_s <= start_s``).
-    """
-    if end_s <= start_s:
-        return None
-    rows = completions[(completions["t_s"] >= start_s - 1e-9) & (completions["t_s"] < end_s - 1e-9)]
-    if replicas is not None:
-        rows = rows[rows["replica_id"].isin(list(replicas))]
-    return float(rows["records"].sum()) / (end_s - start_s)
-
-
-def replica_rates(completions: pd.DataFrame, bin_s: float = 1.0) -> pd.DataFrame:
-    """Records/s per replica per ``bin_s`` bin, for plotting.
-
-    Returns:
-        Index ``t_s`` (bin start, every bin from the first to the last, float64), one column
-        per replica id (sorted), values records/s (0.0 where a replica completed nothing).
-    """
-    if not len(completions):
-        return pd.DataFrame(index=pd.Index([], name="t_s", dtype="float64"))
-    bins = np.floor(completions["t_s"].to_numpy() / bin_s + 1e-9) * bin_s
-    table = (completions.assign(t_s=np.round(bins, 6))
-             .pivot_table(index="t_s", columns="replica_id", values="records", aggfunc="sum",
-                          fill_value=0))
-    grid = np.round(np.arange(table.index.min(), table.index.max() + bin_s / 2, bin_s), 6)
-    table = table.reindex(grid, fill_value=0).sort_index(axis=1) / bin_s
-    table.index.name = "t_s"
-    table.columns.name = None
-    return table.astype("float64")
 
 
 # -- ownership and membership ---------------------------------------------------------------
@@ -391,7 +280,7 @@ def replica_table(events: pd.DataFrame, completions: pd.DataFrame, partitions: i
 
     Args:
         events: the event table.
-        completions: :func:`read_completions` bins (may be empty).
+        completions: a completions table (:mod:`.completions`; may be empty).
         partitions: P; replicas of ordinal > P are surplus.
         gap_s: see :func:`rebalance_episodes`.
     """
@@ -426,10 +315,12 @@ def controller_syncs(events: pd.DataFrame) -> pd.DataFrame:
 
     Returns:
         Columns ``t_s`` float64, ``total_lag`` int64 (records, the first kafka trigger's
-        uncapped total), ``metric_value`` float64 (records, after KEDA's caps), ``desired``
-        int64 (the replicas the sync set), ``min_partition_lag`` int64 (records, the least
-        backlogged partition; -1 without per-partition lag); one row per sync with a kafka
-        trigger reading, in time order.
+        per-partition lag summed: before KEDA's caps, which its own ``total_lag`` field has
+        already applied), ``metric_value`` float64 (records, after the caps), ``proposal``
+        int64 (the replicas that trigger's metric asks for, -1 when it gave none), ``desired``
+        int64 (the replicas the sync set, after bounds, stabilization and rate limits),
+        ``min_partition_lag`` int64 (records, the least backlogged partition; -1 without
+        per-partition lag); one row per sync with a kafka trigger reading, in time order.
     """
     out = []
     for t_s, fields in zip(*(events_named(events, "hpa_sync")[c] for c in ("t_s", "fields"))):
@@ -438,10 +329,11 @@ def controller_syncs(events: pd.DataFrame) -> pd.DataFrame:
         if not kafka:
             continue
         lags = [int(v) for v in (kafka[0].get("partition_lag") or {}).values()]
-        out.append((float(t_s), int(kafka[0]["total_lag"]),
+        proposal = kafka[0].get("proposal")
+        out.append((float(t_s), sum(lags) if lags else int(kafka[0]["total_lag"]),
                     float(kafka[0].get("metric_value") or 0.0),
+                    -1 if proposal is None else int(proposal),
                     int(fields.get("replicas_after", 0)), min(lags) if lags else -1))
-    return pd.DataFrame(out, columns=["t_s", "total_lag", "metric_value", "desired",
-                                      "min_partition_lag"]).astype(
-        {"t_s": "float64", "total_lag": "int64", "metric_value": "float64", "desired": "int64",
-         "min_partition_lag": "int64"})
+    columns = {"t_s": "float64", "total_lag": "int64", "metric_value": "float64",
+               "proposal": "int64", "desired": "int64", "min_partition_lag": "int64"}
+    return pd.DataFrame(out, columns=list(columns)).astype(columns)

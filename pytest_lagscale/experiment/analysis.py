@@ -88,7 +88,8 @@ def per_replica(run: Any, events: Any, spike: tuple[float, float] | None,
                 title: str) -> tuple[Any, Any]:
     """Each replica's partitions and records (:mod:`..analyze.replicas`, against the profile's
     P) and ``replicas.png`` beside ``timeline.png``; returns ``(ReplicaTable, png path)``."""
-    from ..analyze.replicas import ownership, read_completions, replica_rates, replica_table
+    from ..analyze.completions import read_completions, replica_rates
+    from ..analyze.replicas import ownership, replica_table
     from ..report.replicas_png import write_replicas_png
 
     completions = read_completions(run.layout.store, run.clock.start_wall_s)

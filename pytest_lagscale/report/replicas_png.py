@@ -63,7 +63,7 @@ def write_replicas_png(owners: pd.DataFrame, rates: pd.DataFrame, path: str | Pa
     Args:
         owners: :func:`pytest_lagscale.analyze.replicas.ownership` (``t_s``, ``replica_id``,
             ``partitions``: owned after each change).
-        rates: :func:`pytest_lagscale.analyze.replicas.replica_rates` (index ``t_s``, one
+        rates: :func:`pytest_lagscale.analyze.completions.replica_rates` (index ``t_s``, one
             column of records/s per replica).
         path: the PNG to write (parents created).
         replicas: every replica id, in the order of the legend (creation order).

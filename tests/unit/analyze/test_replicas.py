@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from pytest_lagscale.analyze.replicas import (RebalanceEpisode, completions_from_rows,
-                                              controller_syncs, group_rate, ownership,
-                                              read_completions, rebalance_episodes,
-                                              replica_rates, replica_table)
+from pytest_lagscale.analyze.replicas import (RebalanceEpisode, controller_syncs, ownership,
+                                              rebalance_episodes, replica_table)
 
 from . import synth
 
@@ -130,65 +126,22 @@ def test_episode_type_is_frozen() -> None:
         episode.by_surplus = True  # type: ignore[misc]
 
 
-# -- the store --------------------------------------------------------------------------------
-ORIGIN_WALL_S = 1_795_000_000.0
-
-
-def _rows(replica: str, run_s: list[float]) -> pd.DataFrame:
-    ns = [int(round((ORIGIN_WALL_S + t) * 1e9)) for t in run_s]
-    return pd.DataFrame({"replica_id": replica, "written_at_ns": np.array(ns, dtype=np.int64)})
-
-
-def test_completions_from_rows_bins_by_write_time() -> None:
-    rows = pd.concat([_rows("r1", [0.01, 0.05, 0.12, 5.0]), _rows("r2", [-1.0, 0.09])])
-    table = completions_from_rows(rows, ORIGIN_WALL_S)
-    assert list(table.itertuples(index=False, name=None)) == [
-        (-1.0, "r2", 1), (0.0, "r1", 2), (0.0, "r2", 1), (0.1, "r1", 1), (5.0, "r1", 1)]
-
-
-def test_read_completions_reads_each_replica_directory(tmp_path: Path) -> None:
-    pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq
-
-    for replica, times in (("r1", [0.01, 0.02]), ("r1", [0.3]), ("r2", [0.15])):
-        folder = tmp_path / "store" / replica
-        folder.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_pandas(_rows(replica, times), preserve_index=False)
-        pq.write_table(table, folder / f"1-{len(list(folder.iterdir())):06d}.parquet")
-    torn = tmp_path / "store" / "r2" / ".1-000009.parquet.tmp"  # being written: skipped
-    torn.write_bytes(b"not parquet")
-    table = read_completions(tmp_path / "store", ORIGIN_WALL_S)
-    assert list(table.itertuples(index=False, name=None)) == [
-        (0.0, "r1", 2), (0.1, "r2", 1), (0.3, "r1", 1)]
-    assert read_completions(tmp_path / "missing", ORIGIN_WALL_S).empty
-
-
-def test_group_rate_counts_bins_in_the_window() -> None:
-    bins = _completions({"r1": (0.0, 20.0, 40), "r2": (10.0, 20.0, 20)})
-    assert group_rate(bins, 0.0, 10.0) == pytest.approx(400.0)
-    assert group_rate(bins, 10.0, 20.0) == pytest.approx(600.0)
-    assert group_rate(bins, 10.0, 20.0, replicas=["r2"]) == pytest.approx(200.0)
-    assert group_rate(bins, 5.0, 5.0) is None
-
-
-def test_replica_rates_fill_gaps_with_zero() -> None:
-    bins = _completions({"r1": (0.0, 1.0, 10), "r2": (3.0, 4.0, 5)})
-    rates = replica_rates(bins, bin_s=1.0)
-    assert list(rates.index) == [0.0, 1.0, 2.0, 3.0]
-    assert list(rates["r1"]) == [100.0, 0.0, 0.0, 0.0]
-    assert list(rates["r2"]) == [0.0, 0.0, 0.0, 50.0]
-    assert replica_rates(bins.iloc[0:0]).empty
-
-
 def test_controller_syncs_read_the_kafka_trigger() -> None:
-    def sync(t: float, lag: dict[str, int], metric: float, after: int) -> tuple:
-        trigger = {"type": "kafka", "total_lag": sum(lag.values()), "metric_value": metric,
-                   "partition_lag": lag}
+    def sync(t: float, lag: dict[str, int], metric: float, proposal: int | None,
+             after: int) -> tuple:
+        trigger = {"type": "kafka", "total_lag": min(sum(lag.values()), 400),  # KEDA's cap
+                   "metric_value": metric, "partition_lag": lag, "proposal": proposal}
         return (t, "controller", "hpa_sync", {"triggers": [trigger], "replicas_after": after})
 
-    log = synth.events(sync(1.0, {"0": 300, "1": 900}, 1200.0, 8),
+    log = synth.events(sync(1.0, {"0": 300, "1": 900}, 200.0, 2, 3),
                        (2.0, "controller", "hpa_sync", {"triggers": [], "replicas_after": 8}),
-                       sync(3.0, {"0": 0, "1": 50}, 50.0, 4))
+                       sync(3.0, {"0": 0, "1": 50}, 50.0, None, 4))
     table = controller_syncs(log)
     assert list(table.itertuples(index=False, name=None)) == [
-        (1.0, 1200, 1200.0, 8, 300), (3.0, 50, 50.0, 4, 0)]
+        (1.0, 1200, 200.0, 2, 3, 300), (3.0, 50, 50.0, -1, 4, 0)]
+    no_partitions = synth.events((4.0, "controller", "hpa_sync", {"triggers": [
+        {"type": "kafka", "total_lag": 7, "metric_value": 7.0}], "replicas_after": 1}))
+    assert list(controller_syncs(no_partitions).itertuples(index=False, name=None)) == [
+        (4.0, 7, 7.0, -1, 1, -1)]
+    assert controller_syncs(synth.events((0.0, "runner", "load_start", {}))).empty
+
