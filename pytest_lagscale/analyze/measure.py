@@ -126,6 +126,17 @@ class Measurements:
     rate_window_s: float | None = None
     batch_interval_s: float | None = None
 
+    def detail(self) -> dict[str, Any]:
+        """The benchmark JSON's ``steps`` (every :class:`ScaleStep` field, one mapping per
+        step) and ``skew`` (shares and their source, the ideal drain's bounds, the oracle's
+        capped seconds, the rate window and batch interval) sections."""
+        return {"steps": [step.to_dict() for step in self.steps],
+                "skew": {"shares": list(self.shares), "shares_source": self.shares_source,
+                         "ideal_drain": self.ideal.to_dict() if self.ideal else None,
+                         "oracle_capped_s": self.oracle_capped_s,
+                         "rate_window_s": self.rate_window_s,
+                         "batch_interval_s": self.batch_interval_s}}
+
     def _step_metrics(self) -> dict[str, float | None]:
         dips = [s.dip for s in self.steps if s.dip is not None]
         recoveries = [s.recovery_s for s in self.steps if s.recovery_s is not None]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -79,6 +79,12 @@ def partition_shares(counts: Sequence[int] | None, partitions: int) -> tuple[flo
                          "one per partition; pass Manifest.counts() in partition order")
     total = float(sum(counts))
     return tuple(c / total for c in counts)
+
+
+def counts_by_partition(counts: Mapping[int, int], partitions: int) -> tuple[int, ...]:
+    """``Manifest.counts()`` (``{partition: records}``) as a tuple indexed by partition
+    (0 for a partition it lacks; partitions >= ``partitions`` are ignored)."""
+    return tuple(int(counts.get(p, 0)) for p in range(partitions))
 
 
 @lru_cache(maxsize=256)

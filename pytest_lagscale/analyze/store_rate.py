@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,8 @@ BIN_S = 0.1
 WINDOW_BATCHES = 2
 #: ... and at least this many seconds.
 MIN_WINDOW_S = 2.0
+#: Store rows read and aggregated at a time by :func:`read_store_times`.
+READ_BATCH_ROWS = 1_000_000
 _COLUMNS = ("replica_id", "partition", "ts_ns", "processed_at_ns", "written_at_ns")
 
 
@@ -188,10 +190,28 @@ def _merge(parts: list[pd.DataFrame], keys: list[str]) -> pd.DataFrame:
     return table.groupby(keys, as_index=False)["records"].sum()
 
 
+def _chunks(batches: Iterable[Any]) -> Iterator[pd.DataFrame]:
+    """Record batches (one or more per store file) joined into frames of at least
+    :data:`READ_BATCH_ROWS` rows (the last may be smaller): aggregating per file costs more
+    than reading it."""
+    import pyarrow as pa
+
+    pending: list[Any] = []
+    rows = 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= READ_BATCH_ROWS:
+            yield pa.Table.from_batches(pending).to_pandas()
+            pending, rows = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending).to_pandas()
+
+
 def read_store_times(store_dir: str | Path, records: Iterable[Mapping[str, Any]],
                      origin_s: float) -> StoreTimes | None:
-    """Read the store file by file (only the five time and key columns) into a
-    :class:`StoreTimes`.
+    """Read the store (only the five time and key columns, :data:`READ_BATCH_ROWS` rows at a
+    time) into a :class:`StoreTimes`.
 
     Args:
         store_dir: the replicas' Parquet store (``RunDir.store``).
@@ -205,7 +225,7 @@ def read_store_times(store_dir: str | Path, records: Iterable[Mapping[str, Any]]
     Raises:
         ConfigError: no event record has both ``wall_ns`` and ``monotonic_s``.
     """
-    import pyarrow.parquet as pq
+    import pyarrow.dataset as ds
 
     from .reconcile import store_files
 
@@ -214,9 +234,9 @@ def read_store_times(store_dir: str | Path, records: Iterable[Mapping[str, Any]]
         return None
     shift_s = wall_offset_s(records) + origin_s
     done, sent, batches = [], [], []
-    for path in files:
-        table = pq.read_table(path, columns=list(_COLUMNS)).to_pandas()
-        parts = _aggregate(table, shift_s)
+    dataset = ds.dataset([str(f) for f in files], format="parquet")
+    for chunk in _chunks(dataset.to_batches(columns=list(_COLUMNS))):
+        parts = _aggregate(chunk, shift_s)
         done.append(parts[0])
         sent.append(parts[1])
         batches.append(parts[2])

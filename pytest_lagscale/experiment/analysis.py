@@ -9,6 +9,8 @@ import logging
 from typing import Any
 
 from ..analyze.measure import RunSpec, measure
+from ..analyze.skew import counts_by_partition
+from ..analyze.store_rate import read_store_times
 from ..analyze.tables import events_from_records, spike_window
 from ..report.benchjson import Inputs
 from .environment import commit_info, machine_info, versions
@@ -43,15 +45,19 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
     from ..report.timeline_png import write_timeline_png
 
     plan, layout = run.plan, run.layout
-    events = events_from_records(layout.merge_events(), origin_s=run.clock.start_monotonic_s)
+    records = layout.merge_events()
+    events = events_from_records(records, origin_s=run.clock.start_monotonic_s)
     reconciliation = reconcile_run(layout)
+    manifest = run.produce_result.manifest
     spec = RunSpec(lag_threshold_records=plan.reference_lag_threshold,
                    min_replicas=plan.min_replicas, max_replicas=plan.max_replicas,
                    partitions=plan.profile.partitions, capacity_per_s=plan.capacity_per_s,
                    baseline_start_s=(min(WARM_UP_S, plan.spike[0] / 2) if plan.spike
-                                     else WARM_UP_S))
-    measurements = measure(run.timeline, events, spec)
-    manifest = run.produce_result.manifest
+                                     else WARM_UP_S),
+                   partition_counts=counts_by_partition(manifest.counts(),
+                                                        plan.profile.partitions))
+    store = read_store_times(layout.store, records, run.clock.start_monotonic_s)
+    measurements = measure(run.timeline, events, spec, store)
     extra = {"produced_records": float(manifest.total_acked),
              "lost_records": None if reconciliation is None else float(reconciliation.lost_total),
              "duplicated_records": (None if reconciliation is None

@@ -38,6 +38,8 @@ TOLERANCES: dict[str, float] = {
     "replica_seconds_ratio": 0.3, "drain_time_ratio": 0.5, "run_wall_time_s": 0.3,
     "lost_records": 0.0, "duplicated_records": 0.0,
     "cold_start_median_s": 1.0, "burst_load_average_max": 1.0,
+    "mean_dip": 1.0, "rebalance_cost_records": 1.0, "even_spread_replica_seconds_ratio": 0.3,
+    "even_spread_drain_time_ratio": 0.5,
 }
 
 
@@ -121,6 +123,7 @@ class RunResult:
                                          if self.reconciliation is not None else None)}
         scale_out = self.measurements.scale_out
         doc["scale_out"] = scale_out.to_dict() if scale_out is not None else None
+        doc.update(self.measurements.detail())  # "steps" and "skew"
         doc["experiment"] = self.experiment
         return doc
 

@@ -21,6 +21,11 @@ burst summary (replicas, window, machine load, cold start median/max), as
 :meth:`pytest_lagscale.analyze.scale_out.ScaleOut.to_dict` gives it. ``scale_out`` is its own
 section rather than part of ``run`` because it is a measurement, not a run parameter; its
 medians also appear under ``metrics`` (``cold_start_median_s``, ``burst_load_average_max``).
+Likewise ``steps`` (one mapping per scale step: time, counts, direction, reversal, the
+rebalance's start, dip, dip reason, recovery, rebalance cost, rebalance duration, partitions
+stopped, rate before) and ``skew`` (the partitions' input shares and their source, the ideal
+drain's partition and group bounds, the oracle's capped seconds, the rate window and batch
+interval), as :meth:`pytest_lagscale.analyze.measure.Measurements.detail` gives them.
 A third, ``experiment``, holds an experiment's own figures (``RunResult.record``) and, for
 every run, ``experiment.replicas``: each replica's partitions owned and records processed and
 the group's rebalance episodes against the profile's P, as

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_lagscale.analyze import METRICS, RunSpec, measure
@@ -72,6 +74,21 @@ def test_measure_with_a_store_measures_each_step() -> None:
             flat["rate_window_s"], m.batch_interval_s) == (0.0, 0.0, 0.0, 2.0,
                                                            pytest.approx(0.1))
     assert m.ideal.backlog_source == "store"
+
+
+def test_detail_sections_are_json_able() -> None:
+    table, log = synth.scale_out_run()
+    spec = RunSpec(lag_threshold_records=1000, min_replicas=1, max_replicas=4, partitions=3,
+                   capacity_per_s=100.0, partition_counts=(40, 30, 30))
+    detail = json.loads(json.dumps(measure(table, log, spec).detail()))
+    assert [step["rebalance_s"] for step in detail["steps"]] == [pytest.approx(38.0)]
+    assert detail["steps"][0]["dip_reason"] == "no store"
+    assert detail["skew"] == {
+        "shares": [0.4, 0.3, 0.3], "shares_source": "manifest", "oracle_capped_s": 40.0,
+        "rate_window_s": None, "batch_interval_s": None,
+        "ideal_drain": {"time_s": pytest.approx(20.0), "partition_bound_s": pytest.approx(20.0),
+                        "group_bound_s": 15.0, "slowest_partition": 0,
+                        "backlog_source": "total x share"}}
 
 
 def test_measure_without_spike_or_capacity() -> None:
