@@ -145,3 +145,11 @@ def test_controller_syncs_read_the_kafka_trigger() -> None:
         (4.0, 7, 7.0, -1, 1, -1)]
     assert controller_syncs(synth.events((0.0, "runner", "load_start", {}))).empty
 
+
+
+def test_an_episode_without_membership_change_is_not_the_surplus() -> None:
+    log = synth.events(_assigned(1.0, "r1", [0, 1], [0, 1]), (1.0, "r1", "joined", {}),
+                       _assigned(30.0, "r1", [], [0, 1]))  # e.g. a broker-side rebalance
+    episodes = rebalance_episodes(log, surplus={"r1"})
+    assert [(e.joined, e.left, e.by_surplus) for e in episodes] == [
+        (("r1",), (), True), ((), (), False)]
