@@ -46,20 +46,35 @@ def test_smooth_handover_has_no_dip() -> None:
 
 
 def test_batchy_replica_is_not_a_full_dip() -> None:
-    # 1000 records written at one instant every 1 s: a 1 s bucket between batches reads 0,
-    # the 2 s window (two batch intervals) reads a steady 1000/s
-    stores = [synth.batches("r1", 0.0, 80.0, 1.0, 1000, spread_s=0.0)]
+    # 1000 records written at one instant per batch, batches 0.9 s and 1.1 s apart by turns
+    # (median interval 1 s): a 1 s window between batches can read 0, the 2 s window (two
+    # batch intervals) reads a steady 1000/s
+    stores = [synth.batches("r1", 0.0, 80.0, 2.0, 1000, spread_s=0.0),
+              synth.batches("r1", 0.9, 80.9, 2.0, 1000, spread_s=0.0)]
     step = _step(stores, _join(33.0), {0: 1, 30: 2})
     assert (step.rebalance_s, step.dip, step.recovery_s, step.rebalance_cost_records) == (
         33.0, 0.0, 0.0, 0.0)
 
 
+def test_long_spark_batches_count_by_write_time() -> None:
+    # saturated Spark: r1 starts a batch of 2000 records every 5 s and writes them over the
+    # 5 s (400/s); r2's 10 records a second make the median batch interval 1 s, so the window
+    # is 2 s: by batch time r1 would read 0 and 1000/s by turns
+    stores = [synth.batches("r1", 0.0, 80.0, 5.0, 2000),
+              synth.batches("r2", 0.0, 80.0, 1.0, 10, partition=1, spread_s=0.0)]
+    step = _step(stores, _join(33.0, member="r3"), {0: 2, 30: 3})
+    assert (step.dip, step.rate_before_per_s, step.rebalance_cost_records) == (
+        pytest.approx(0.0), pytest.approx(410.0), pytest.approx(0.0, abs=1e-6))
+
+
 def test_scale_up_whose_rate_rises_has_dip_zero_not_negative() -> None:
-    # 400/s, then 800/s once r2 joins at 35 s
-    stores = [synth.batches("r1", 0.0, 80.0, 0.1, 40),
-              synth.batches("r2", 35.0, 80.0, 0.1, 40, partition=1)]
+    # 400/s, 800/s from 33 s on (2 s before r2's join at 35 s): the median before is 400/s and
+    # the lowest rate after 800/s, 1 - 800 / 400 = -1 unclamped
+    stores = [synth.batches("r1", 0.0, 33.0, 0.1, 40),
+              synth.batches("r1", 33.0, 80.0, 0.1, 80)]
     step = _step(stores, _join(35.0, partitions=[1]), {0: 1, 30: 2})
-    assert (step.dip, step.recovery_s, step.rebalance_cost_records) == (0.0, 0.0, 0.0)
+    assert (step.dip, step.recovery_s, step.rebalance_cost_records, step.rate_before_per_s) == (
+        0.0, 0.0, 0.0, 400.0)
 
 
 def test_scale_down_after_the_backlog_ran_out_is_not_saturated() -> None:
