@@ -12,9 +12,10 @@ CPU utilization over the spike is recorded for both runs (``experiment.cpu_utili
 Asserted: the CPU policy does not scale out while lag exceeds 10 x lagThreshold, the lag policy
 does, and the lag under the CPU policy reaches a multiple of the lag policy's peak. The lab's
 multiple is 10 and is asserted at ``full`` (a 15-minute spike). At ci the spike lasts 90 s: a
-group that never scales builds at most (2,000 - ~350) records/s x 90 s ~ 150k records, against
-a lag-policy peak of ~45k, so at most ~3.4x is reachable and the ci bound is 2x; the 10x verdict
-is still recorded. At the end of the spike a ``switch_policy`` action hands the CPU run over to
+group that never scales builds at most (2,000 - ~350) records/s x 90 s ~ 148k records, against
+a lag-policy peak of 44k on a quiet machine (79k with the machine's load average at 6, where
+the lag policy's cold starts slow down), so 10x cannot be reached at ci and its verdict is only
+recorded; ci asserts the direction with a margin: >= 1.5x. At the end of the spike a ``switch_policy`` action hands the CPU run over to
 the lag ScaledObject, which drains the backlog the CPU policy let build: backlog, drain time,
 the return to minReplicaCount and processed == produced are recorded and asserted. At ``full``
 this is the run that builds the lab's backlog of >= 20M events.
@@ -34,7 +35,7 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(1), pytest.mark.int
               pytest.mark.xdist_group("spike-run")]
 
 LAG_MULTIPLE = 10            # "while lag exceeds 10 x lagThreshold" (the lab)
-PEAK_RATIO = {"full": 10.0, "ci": 2.0}   # lag under CPU / lag policy's peak (see docstring)
+PEAK_RATIO = {"full": 10.0, "ci": 1.5}   # lag under CPU / lag policy's peak (see docstring)
 FULL_BACKLOG_RECORDS = 20_000_000        # the lab's backlog at full scale
 
 
