@@ -22,8 +22,11 @@ membership change, found as follows.
 * Without platform events, the first rebalance event in ``[t_s, next step's t_s)``.
 
 The step's rebalance events are those in ``[anchor, anchor + 10 s)``, cut at the next step's
-anchor. From them: **rebalance duration** = the largest ``rebalance_done.duration_s`` and
-**partitions stopped** = distinct partitions in ``revoked`` and ``lost`` events.
+anchor. From them: **rebalance duration** = from the anchor to the step's last ``revoked`` /
+``assigned`` / ``lost`` callback (the group's rebalance as its members saw it, both rounds of a
+cooperative one; the replicas' ``rebalance_done.duration_s`` is only the time spent inside one
+callback, microseconds) and **partitions stopped** = distinct partitions in ``revoked`` and
+``lost`` events.
 """
 
 from __future__ import annotations
@@ -115,11 +118,11 @@ def _anchor(events: pd.DataFrame, rebalances: pd.DataFrame, step: StepTime,
 def _stats(events: pd.DataFrame, start_s: float, end_s: float) -> tuple[float | None, int]:
     rows = events[(events["t_s"] >= start_s) & (events["t_s"] < end_s)
                   & events["replica_id"].notna()]
-    done = [f.get("duration_s") for f in rows.loc[rows["event"] == "rebalance_done", "fields"]]
-    durations = [float(d) for d in done if d is not None]
+    callbacks = rows.loc[rows["event"].isin(REBALANCE_EVENTS), "t_s"]
+    duration = float(callbacks.max()) - start_s if len(callbacks) else None
     stopped = {int(p) for f in rows.loc[rows["event"].isin(STOP_EVENTS), "fields"]
                for p in (f.get("partitions") or ())}
-    return (max(durations) if durations else None), len(stopped)
+    return duration, len(stopped)
 
 
 def step_rebalances(events: pd.DataFrame | None, steps: Sequence[StepTime]) -> list[Rebalance]:
