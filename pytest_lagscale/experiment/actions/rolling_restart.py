@@ -17,7 +17,8 @@ the replacement is ready. The ``action`` event, written when the last one is don
 under ``replicas``.
 
 A replica already gone at its turn (scaled down) is recorded as ``skipped``; one the Deployment
-does not replace (scaled down meanwhile) has ``replacement_id`` None. The action runs in its own
+does not replace, or whose replacement it removes before it is ready (scaled down meanwhile), has
+``replacement_id`` None. The action runs in its own
 thread (``background``), so later actions keep their times. When the scheduler stops (the load
 ended, the run is stopping) it stops waiting and returns what it did with ``interrupted: true``;
 a replica it had signalled is still replaced by the platform.
@@ -121,14 +122,17 @@ class RollingRestart(ParamsChecked):
             return {**base, "skipped": "gone before its turn (scaled down)"}
         killed = _wait_exit(ctx, replica_id)
         exit_wait_s = round(ctx.now_s() - signalled_s, 3)
-        replacement = _replacement(platform, pod, set(live))
-        if replacement is not None:
-            if not _wait_until(ctx, lambda: _ready_in_slot(platform, pod, set(live)),
-                               self.timeout_s):
-                raise ReplicaError(f"rolling_restart: {pod or replica_id}: the replacement of "
-                                   f"{replica_id} was not ready within {self.timeout_s:g} s; "
-                                   "raise timeout_s or check the replica logs")
-            replacement = _ready_in_slot(platform, pod, set(live))
+
+        def settled() -> bool:  # the replacement is ready, or there is none (scaled down)
+            new = _replacement(platform, pod, set(live))
+            return new is None or bool(new.ready)
+
+        if not _wait_until(ctx, settled, self.timeout_s):
+            raise ReplicaError(f"rolling_restart: {pod or replica_id}: the replacement of "
+                               f"{replica_id} was not ready within {self.timeout_s:g} s; "
+                               "raise timeout_s or check the replica logs")
+        new = _replacement(platform, pod, set(live))
+        replacement = None if new is None else new.replica_id
         record = {**base, "replacement_id": replacement, "killed": killed,
                   "exit_wait_s": exit_wait_s,
                   "downtime_s": (round(ctx.now_s() - signalled_s, 3) if replacement else None)}
@@ -163,21 +167,12 @@ def _wait_exit(ctx: ActionContext, replica_id: str) -> bool:
     return True
 
 
-def _replacement(platform: Any, pod: str | None, before: set[str]) -> str | None:
-    """The id of a replica started since ``before`` in slot ``pod`` (any new one when the
+def _replacement(platform: Any, pod: str | None, before: set[str]) -> Any:
+    """The live replica started since ``before`` (ids) in slot ``pod`` (any new one when the
     platform names no slots), or None."""
     for r in platform.replicas():
         if r.replica_id not in before and (pod is None or getattr(r, "pod_name", None) == pod):
-            return r.replica_id
-    return None
-
-
-def _ready_in_slot(platform: Any, pod: str | None, before: set[str]) -> str | None:
-    """Like :func:`_replacement`, but only a ready replica."""
-    for r in platform.replicas():
-        if r.replica_id not in before and r.ready and \
-                (pod is None or getattr(r, "pod_name", None) == pod):
-            return r.replica_id
+            return r
     return None
 
 

@@ -266,6 +266,22 @@ def test_rolling_restart_skips_a_replica_scaled_down_before_its_turn() -> None:
     assert fields["restarted"] == 1
 
 
+def test_rolling_restart_goes_on_when_the_replacement_is_scaled_down_before_ready() -> None:
+    platform = _Slots(2, ready_after=10**9)
+    real_kill = platform.kill_replica
+
+    def kill_then_scale_down(replica_id: str, signum: int) -> None:
+        real_kill(replica_id, signum)
+        platform.live.pop()  # the autoscaler removes the newest: the replacement, not ready
+
+    platform.kill_replica = kill_then_scale_down  # type: ignore[method-assign]
+    fields = RollingRestart(timeout_s=5).run(_context(platform))
+    assert [(r["replica_id"], r["replacement_id"], r["downtime_s"])
+            for r in fields["replicas"]] == [("replica-0001", None, None),
+                                             ("replica-0002", None, None)]
+    assert platform.live == []
+
+
 def test_a_rolling_restart_runs_beside_later_actions_and_the_scheduler_stop_interrupts_it() -> None:
     """The restart waits for a replacement that never gets ready; a kill 0.1 s later still runs
     on time, and leaving the scheduler stops the restart at once with what it did."""
