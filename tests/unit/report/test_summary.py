@@ -27,7 +27,7 @@ def test_summary_markdown_lists_metrics_steps_and_assertions() -> None:
             "| recovery (s) | cost (records) | rebalance duration (s) | partitions stopped |"
             ) in text
     # anchored at the new members' assignment (38 s); no store, so no dip
-    assert "| 30 | 1 -> 3 | up | no | 38 | - | no store | - | - | - | 0 |" in text
+    assert "| 30 | 1 -> 3 | up | no | 38 | - | no store | - | - | 0 | 0 |" in text
     assert "| reaction_time_s < 90 | 90 | 19 | pass |" in text
     assert "| r2 | 10.5 | 5.5 | 5 | - | 2.5 | 1 | yes |" in text
     # metrics, steps, scale-out replicas (header + r1, r2), assertions
@@ -79,7 +79,7 @@ def test_summary_markdown_steps_with_a_store_and_skew() -> None:
     text = summary_markdown(measure(table, log, spec, store))
     assert ("Dip, recovery and cost over the 10 s after each step's rebalance (rate window "
             "2 s).") in text
-    assert "| 30 | 1 -> 3 | up | no | 38 | 0.0% | - | 0 | 0 | - | 0 |" in text
+    assert "| 30 | 1 -> 3 | up | no | 38 | 0.0% | - | 0 | 0 | 0 | 0 |" in text
     section = text.split("## Ideal drain and oracle\n\n")[1].split("\n\n")[0]
     assert section == (
         "Shares (manifest): hottest partition 0 carries 40.0% of the input (P = 3).\n"
