@@ -19,7 +19,8 @@ NAMES = ("bursty, bursty-ci, ceiling, ceiling-ci, rebalance, rebalance-ci, spike
          "spike-demo")
 MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, scaledobject, "
              "scaledobject-ceiling, scaledobject-ceiling-ci, scaledobject-ceiling-idle, "
-             "scaledobject-ceiling-idle-ci, scaledobject-ci")
+             "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-rebalance, "
+             "scaledobject-rebalance-ci")
 
 
 def test_data_path_is_a_real_directory_inside_the_package() -> None:
