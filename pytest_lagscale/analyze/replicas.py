@@ -24,9 +24,13 @@ a new episode starting after a quiet gap of more than ``gap_s`` (default
 up to ``--max-batch / capacity`` = 2,000 / 400 = 5 s at the ci Deployment; so the two rounds
 of one cooperative rebalance stay one episode). Its membership changes are the joins (a
 replica's ``joined``) and leaves (see above) after the previous episode's last event, up to its
-own last event. An episode is **caused by surplus replicas** when it has membership changes
+own last event; changes the run ended before the group rebalanced for make a last,
+unobserved episode. An episode is **caused by surplus replicas** when it has membership changes
 and every one of them is by a surplus replica; those are the extra rebalances that
 ``maxReplicaCount > P`` costs.
+
+Everything here stops at the run's ``record`` phase (the runner's ``run_phase`` event): after
+it the harness stops the Deployment, which is no part of the experiment.
 """
 
 from __future__ import annotations
@@ -91,6 +95,8 @@ class RebalanceEpisode:
             adds an idle member moves none).
         owner_callbacks: callbacks in it of replicas that owned partitions at its start.
         by_surplus: every membership change in it is by a surplus replica.
+        observed: the replicas' callbacks show it; False for membership changes the run
+            ended before the group rebalanced for (start and end are then the changes').
     """
 
     start_s: float
@@ -102,6 +108,7 @@ class RebalanceEpisode:
     partitions_moved: int
     owner_callbacks: int
     by_surplus: bool
+    observed: bool = True
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,8 @@ def ownership(events: pd.DataFrame) -> pd.DataFrame:
     """Every replica's owned partitions after each change.
 
     Args:
-        events: the event table (:mod:`.tables`).
+        events: the event table (:mod:`.tables`); from the run's ``record`` phase on left out
+            (:func:`during_run`).
 
     Returns:
         Columns ``t_s`` float64, ``replica_id`` object, ``event`` object (``assigned``,
@@ -180,6 +188,7 @@ def ownership(events: pd.DataFrame) -> pd.DataFrame:
         ``partitions`` int64 (owned after the change), ``assignment`` object (a tuple of the
         owned partitions); one row per change, in time order.
     """
+    events = during_run(events)
     leaves = _leaves(events)
     rows = events[events["event"].isin(REBALANCE_EVENTS) & events["replica_id"].notna()]
     owned: dict[str, set[int]] = {}
@@ -223,18 +232,21 @@ def _clusters(times: np.ndarray, gap_s: float) -> list[tuple[int, int]]:
 
 def rebalance_episodes(events: pd.DataFrame, surplus: Iterable[str],
                        gap_s: float = EPISODE_GAP_S) -> tuple[RebalanceEpisode, ...]:
-    """The group's rebalance episodes (see the module docstring).
+    """The group's rebalance episodes (see the module docstring), during the run.
 
     The replicas' callbacks, ``joined`` and leave events are clustered together (so a join or
     leave logged just after the callbacks it caused stays with them); clusters without a
     callback (a SIGKILLed replica's stop, long before the survivors notice) are dropped and
-    their membership changes go to the next episode.
+    their membership changes go to the next episode. Changes after the last callback (the run
+    ended before the group rebalanced for them) make a last episode with ``observed`` False.
 
     Args:
-        events: the event table.
+        events: the event table; events from the run's ``record`` phase on (the Deployment
+            stopped at the end) are left out.
         surplus: ids of the surplus replicas (ordinal > P).
         gap_s: quiet seconds that end an episode.
     """
+    events = during_run(events)
     surplus = set(surplus)
     joins, leaves = _joins(events), _leaves(events)
     rows = events[events["event"].isin((*REBALANCE_EVENTS, "joined", *LEAVE_EVENTS))
@@ -248,16 +260,21 @@ def rebalance_episodes(events: pd.DataFrame, surplus: Iterable[str],
         callbacks = part[part["event"].isin(REBALANCE_EVENTS)]
         if not len(callbacks):
             continue
-        start_s, end_s = float(callbacks["t_s"].iloc[0]), float(times[last])
-        out.append(_episode(callbacks, start_s, end_s, previous_end, joins, leaves, owners,
-                            surplus))
+        end_s = float(times[last])
+        out.append(_episode(callbacks, float(callbacks["t_s"].iloc[0]), end_s, previous_end,
+                            (joins, leaves), owners, surplus))
         previous_end = end_s
+    pending = [t for t in [*joins.values(), *leaves.values()] if t > previous_end]
+    if pending:
+        out.append(_episode(rows.iloc[0:0], min(pending), max(pending), previous_end,
+                            (joins, leaves), owners, surplus))
     return tuple(out)
 
 
 def _episode(callbacks: pd.DataFrame, start_s: float, end_s: float, previous_end: float,
-             joins: dict[str, float], leaves: dict[str, float], owners: pd.DataFrame,
+             changes: tuple[dict[str, float], dict[str, float]], owners: pd.DataFrame,
              surplus: set[str]) -> RebalanceEpisode:
+    joins, leaves = changes
     joined = tuple(sorted(r for r, t in joins.items() if previous_end < t <= end_s))
     left = tuple(sorted(r for r, t in leaves.items() if previous_end < t <= end_s))
     after = sum(1 for r, t in joins.items() if t <= end_s and leaves.get(r, np.inf) > end_s)
@@ -266,12 +283,27 @@ def _episode(callbacks: pd.DataFrame, start_s: float, end_s: float, previous_end
     moved = sum(len(f.get("partitions") or ()) for n, f in
                 zip(callbacks["event"], callbacks["fields"]) if n in ("revoked", "lost"))
     changers = set(joined) | set(left)
+    last_s = float(callbacks["t_s"].iloc[-1]) if len(callbacks) else end_s
     return RebalanceEpisode(
-        start_s=round(start_s, 3), end_s=round(float(callbacks["t_s"].iloc[-1]), 3),
+        start_s=round(start_s, 3), end_s=round(last_s, 3),
         members_before=after - len(joined) + len(left), members_after=after, joined=joined,
         left=left, partitions_moved=moved,
         owner_callbacks=int(callbacks["replica_id"].isin(owning).sum()),
-        by_surplus=bool(changers) and changers <= surplus)
+        by_surplus=bool(changers) and changers <= surplus, observed=bool(len(callbacks)))
+
+
+def during_run(events: pd.DataFrame) -> pd.DataFrame:
+    """The events before the run's ``record`` phase (the runner's ``run_phase`` event): what
+    follows is the harness stopping the Deployment, not the experiment. All events when there
+    is no such phase."""
+    end_s = _record_s(events)
+    return events if end_s is None else events[events["t_s"] < end_s]
+
+
+def _record_s(events: pd.DataFrame) -> float | None:
+    phases = events_named(events, "run_phase")
+    ends = [t for t, f in zip(phases["t_s"], phases["fields"]) if f.get("phase") == "record"]
+    return float(min(ends)) if ends else None
 
 
 def replica_table(events: pd.DataFrame, completions: pd.DataFrame, partitions: int,
@@ -279,17 +311,21 @@ def replica_table(events: pd.DataFrame, completions: pd.DataFrame, partitions: i
     """Every replica's share of the work and the group's rebalance episodes.
 
     Args:
-        events: the event table.
+        events: the event table; from the run's ``record`` phase on left out
+            (:func:`during_run`).
         completions: a completions table (:mod:`.completions`; may be empty).
         partitions: P; replicas of ordinal > P are surplus.
         gap_s: see :func:`rebalance_episodes`.
     """
+    run_end_s = _record_s(events)
+    events = during_run(events)
     ordinals, joins, leaves = _ordinals(events), _joins(events), _leaves(events)
     started = {str(r): float(t) for r, t in events_named(events, "replica_started")
                .groupby("replica_id")["t_s"].min().items()}
     owners = ownership(events)
     records = completions.groupby("replica_id")["records"].sum()
-    end_s = float(events["t_s"].max()) if len(events) else 0.0
+    end_s = run_end_s if run_end_s is not None else (float(events["t_s"].max()) if len(events)
+                                                      else 0.0)
     shares = []
     for replica, ordinal in sorted(ordinals.items(), key=lambda item: item[1]):
         mine = owners[owners["replica_id"] == replica]

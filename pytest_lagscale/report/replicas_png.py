@@ -18,6 +18,9 @@ import pandas as pd
 
 #: Legend columns grow with the replica count (48 replicas at full scale).
 _LEGEND_ROWS = 8
+#: Replicas owning the same count would hide each other: their lines are spread over this
+#: much of the partition axis (a partition count stays readable to the nearest integer).
+_OFFSET = 0.16
 
 
 def _style(replica_id: str, index: int, surplus: set[str]) -> dict:
@@ -35,10 +38,11 @@ def _plot_ownership(ax, owners: pd.DataFrame, order: list[str], surplus: set[str
         if not len(rows):
             ax.plot([], [], label=replica, **_style(replica, index, surplus))
             continue
+        offset = _OFFSET * (index / max(1, len(order) - 1) - 0.5)
         times = [*rows["t_s"], max(end_s, float(rows["t_s"].iloc[-1]))]
-        counts = [*rows["partitions"], int(rows["partitions"].iloc[-1])]
+        counts = [c + offset for c in [*rows["partitions"], int(rows["partitions"].iloc[-1])]]
         ax.step(times, counts, where="post", label=replica, **_style(replica, index, surplus))
-    ax.set_ylabel("assigned partitions")
+    ax.set_ylabel(f"assigned partitions (lines {_OFFSET:g} apart at most)")
     ax.set_ylim(bottom=-0.2)
 
 

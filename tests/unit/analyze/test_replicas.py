@@ -153,3 +153,21 @@ def test_an_episode_without_membership_change_is_not_the_surplus() -> None:
     episodes = rebalance_episodes(log, surplus={"r1"})
     assert [(e.joined, e.left, e.by_surplus) for e in episodes] == [
         (("r1",), (), True), ((), (), False)]
+
+
+def test_the_run_ends_at_its_record_phase_and_pending_changes_count() -> None:
+    """P = 1: r2 (surplus) leaves at 50 s, the run records at 53 s before the owner r1
+    rebalanced for it, then the harness stops r1 (its revoke is no part of the run)."""
+    log = synth.events(_assigned(1.0, "r1", [0], [0]), (1.0, "r1", "joined", {}),
+                       _assigned(20.0, "r2", [], []), (20.0, "r2", "joined", {}),
+                       _assigned(20.5, "r1", [], [0]), (50.0, "r2", "closed", {}),
+                       (53.0, "runner", "run_phase", {"phase": "record"}),
+                       (56.0, "r1", "revoked", {"partitions": [0]}), (56.0, "r1", "closed", {}))
+    table = replica_table(log, _completions({}), partitions=1)
+    assert [(e.start_s, e.joined, e.left, e.by_surplus, e.observed) for e in table.episodes] == [
+        (1.0, ("r1",), (), False, True), (20.0, ("r2",), (), True, True),
+        (50.0, (), ("r2",), True, False)]
+    assert table.surplus_rebalances == 2
+    r1 = table.replicas[0]
+    assert (r1.left_s, r1.partition_seconds, r1.rebalance_callbacks) == (None, 52.0, 1)
+    assert list(ownership(log)["t_s"].round(3)) == [1.0, 20.0, 20.5]
