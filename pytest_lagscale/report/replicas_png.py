@@ -57,6 +57,21 @@ def _plot_rates(ax, rates: pd.DataFrame, order: list[str], surplus: set[str]) ->
     ax.set_ylim(bottom=0)
 
 
+def _decorate(own_ax, rate_ax, partitions: int | None, spike: tuple[float, float] | None,
+              replicas: int) -> None:
+    if partitions is not None:
+        own_ax.axhline(partitions, color="black", linestyle=":", linewidth=0.9,
+                       label=f"P = {partitions}")
+    for ax in (own_ax, rate_ax):
+        if spike is not None:
+            ax.axvspan(spike[0], spike[1], color="tab:red", alpha=0.08)
+        ax.grid(alpha=0.3)
+    if own_ax.get_legend_handles_labels()[0]:
+        own_ax.legend(loc="upper left", fontsize=7,
+                      ncol=max(1, -(-(replicas + 1) // _LEGEND_ROWS)))
+    rate_ax.set_xlabel("time since run start (s)")
+
+
 def write_replicas_png(owners: pd.DataFrame, rates: pd.DataFrame, path: str | Path, *,
                        replicas: Iterable[str], surplus: Iterable[str] = (),
                        partitions: int | None = None,
@@ -91,17 +106,7 @@ def write_replicas_png(owners: pd.DataFrame, rates: pd.DataFrame, path: str | Pa
     own_ax, rate_ax = fig.subplots(2, 1, sharex=True)
     _plot_ownership(own_ax, owners, order, extra, max(ends))
     _plot_rates(rate_ax, rates, order, extra)
-    if partitions is not None:
-        own_ax.axhline(partitions, color="black", linestyle=":", linewidth=0.9,
-                       label=f"P = {partitions}")
-    for ax in (own_ax, rate_ax):
-        if spike is not None:
-            ax.axvspan(spike[0], spike[1], color="tab:red", alpha=0.08)
-        ax.grid(alpha=0.3)
-    if own_ax.get_legend_handles_labels()[0]:
-        own_ax.legend(loc="upper left", fontsize=7,
-                      ncol=max(1, -(-(len(order) + 1) // _LEGEND_ROWS)))
-    rate_ax.set_xlabel("time since run start (s)")
+    _decorate(own_ax, rate_ax, partitions, spike, len(order))
     fig.suptitle(f"{title} (dashed: replicas above P)" if extra else title)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
