@@ -15,11 +15,13 @@ from pytest_lagscale.errors import ConfigError, LagscaleError
 
 PACKAGE_DATA = Path(pytest_lagscale.__file__).resolve().parent / "data"
 REPO = Path(__file__).resolve().parents[3]
-NAMES = ("bursty, bursty-ci, ceiling, ceiling-ci, rebalance, rebalance-ci, spike, spike-ci, "
+NAMES = ("bursty, bursty-ci, ceiling, ceiling-ci, partitions, partitions-ci, rebalance, "
+         "rebalance-ci, spike, spike-ci, "
          "spike-demo")
 MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, scaledobject, "
              "scaledobject-ceiling, scaledobject-ceiling-ci, scaledobject-ceiling-idle, "
-             "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-rebalance, "
+             "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-partitions, "
+             "scaledobject-partitions-ci, scaledobject-rebalance, "
              "scaledobject-rebalance-ci")
 
 

@@ -69,7 +69,8 @@ def test_every_bad_setting_is_reported_at_once() -> None:
     ]
     assert info.value.problems[6:] == [
         "'--profile': got 'missing.yaml', expected an existing profile YAML file or a bundled "
-        "profile name (bursty, bursty-ci, ceiling, ceiling-ci, rebalance, rebalance-ci, spike, "
+        "profile name (bursty, bursty-ci, ceiling, ceiling-ci, partitions, partitions-ci, rebalance, "
+        "rebalance-ci, spike, "
         "spike-ci, spike-demo) in the "
         "command line; "
         "pass a path to a profile file or one of the bundled names"]
