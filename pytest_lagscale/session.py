@@ -17,7 +17,10 @@ import pytest
 
 
 def _settings_key(settings: Any) -> str:
-    """A hashable identity of every field (paths made absolute, mappings sorted)."""
+    """A hashable identity of every field (paths made absolute, mappings sorted); a
+    ``lag_threshold`` equal to the policy's own counts as no override (the same run)."""
+    settings = _without_noop_lag_threshold(settings)
+
     def norm(value: Any) -> Any:
         if isinstance(value, Path):
             return os.path.abspath(value)
@@ -27,6 +30,23 @@ def _settings_key(settings: Any) -> str:
 
     return repr([(f.name, norm(getattr(settings, f.name)))
                  for f in dataclasses.fields(settings)])
+
+
+def _without_noop_lag_threshold(settings: Any) -> Any:
+    """``settings`` with ``lag_threshold=None`` when overriding the policy's lagThreshold with
+    it changes nothing (experiment 8's sweep value that is experiment 2's run); unchanged when
+    the value differs or the policy cannot be read (the run reports that problem itself)."""
+    if getattr(settings, "lag_threshold", None) is None:
+        return settings
+    from .config.policy import load_policy_manifest, with_lag_threshold
+    from .errors import ConfigError
+
+    try:
+        config = load_policy_manifest(settings.manifest_files()["policy"])
+        same = with_lag_threshold(config, settings.lag_threshold) == config
+    except (ConfigError, OSError):
+        return settings
+    return dataclasses.replace(settings, lag_threshold=None) if same else settings
 
 
 @dataclasses.dataclass
