@@ -8,7 +8,9 @@ Prometheus scrapes it like danielqsj/kafka_exporter, so existing Grafana boards 
 * ``kafka_consumergroup_lag_sum{consumergroup,topic}``;
 * ``kafka_topic_partition_current_offset{topic,partition}`` — log-end offset;
 * ``kafka_consumergroup_current_offset{consumergroup,topic,partition}`` — committed offset
-  (``-1`` where none).
+  (``-1`` where none);
+* ``kafka_consumergroup_current_offset_sum{consumergroup,topic}`` — the committed offsets summed
+  (``-1`` counted as is, as kafka_exporter does), whose rate is the group's commit rate.
 
 Offsets are read on each scrape (a collector, not a background loop), so a 1 s scrape interval
 gives 1 s lag resolution. A failed read is exported as ``kafka_exporter_scrape_errors_total``
@@ -64,7 +66,7 @@ def partition_lag(committed: int, log_end: int | None) -> int | None:
 
 
 def lag_families(offsets: GroupOffsets, group: str, topic: str) -> list[GaugeMetricFamily]:
-    """The four kafka_exporter gauge families for one snapshot of group offsets.
+    """The five kafka_exporter gauge families for one snapshot of group offsets.
 
     Args:
         offsets: ``{partition: (committed, log_end)}``; committed -1 = none, log_end None =
@@ -82,19 +84,24 @@ def lag_families(offsets: GroupOffsets, group: str, topic: str) -> list[GaugeMet
     committed_f = GaugeMetricFamily("kafka_consumergroup_current_offset",
                                     "Current offset of a consumer group at topic/partition",
                                     labels=["consumergroup", "topic", "partition"])
-    total = 0
+    committed_sum = GaugeMetricFamily("kafka_consumergroup_current_offset_sum",
+                                      "Current offset of a consumer group at topic for all "
+                                      "partitions", labels=["consumergroup", "topic"])
+    total = committed_total = 0
     for partition, (committed, log_end) in sorted(offsets.items()):
         value = partition_lag(committed, log_end)
         if value is None:
             continue
         p = str(partition)
         total += value
+        committed_total += committed
         lag.add_metric([group, topic, p], value)
         current.add_metric([topic, p], log_end)
         committed_f.add_metric([group, topic, p], committed)
     if offsets:
         lag_sum.add_metric([group, topic], total)
-    return [lag, lag_sum, current, committed_f]
+        committed_sum.add_metric([group, topic], committed_total)
+    return [lag, lag_sum, current, committed_f, committed_sum]
 
 
 def serve_lag_exporter(source: object, group: str, topic: str, port: int = 0,

@@ -42,6 +42,13 @@ def test_lag_is_log_end_minus_committed_and_whole_log_end_when_nothing_committed
                 (("partition", "0"), ("topic", "events")))] == 100
 
 
+def test_committed_offset_sum_adds_every_commit_minus_one_included_as_kafka_exporter() -> None:
+    got = _samples({0: (40, 100), 1: (-1, 7), 2: (5, None), 3: (9, 9)})
+    assert got[("kafka_consumergroup_current_offset_sum",
+                (("consumergroup", "enrich"), ("topic", "events")))] == 40 - 1 + 9
+    assert not any(k[0] == "kafka_consumergroup_current_offset_sum" for k in _samples({}))
+
+
 def test_failed_read_counts_an_error_and_exports_no_lag() -> None:
     registry = CollectorRegistry()
     collector = LagCollector(FixedSource(RuntimeError("broker down")), "enrich", "events")
@@ -54,8 +61,8 @@ def test_failed_read_counts_an_error_and_exports_no_lag() -> None:
 @pytest.mark.skipif(shutil.which("promtool") is None,
                     reason="promtool not installed; run scripts/bootstrap (apt-get prometheus)")
 def test_exposition_passes_promtool_check_metrics() -> None:
-    """Quirk: kafka_exporter's own name ``kafka_consumergroup_lag_sum`` draws promtool's
-    "_sum suffix" lint; it is kept on purpose so existing Grafana boards work. Any other
+    """Quirk: kafka_exporter's own names ``kafka_consumergroup_lag_sum`` and
+    ``kafka_consumergroup_current_offset_sum`` draw promtool's "_sum suffix" lint; it is kept on purpose so existing Grafana boards work. Any other
     problem fails the test."""
     registry = CollectorRegistry()
     registry.register(LagCollector(FixedSource({0: (1, 5), 1: (2, 9)}), "enrich", "events"))
@@ -63,6 +70,7 @@ def test_exposition_passes_promtool_check_metrics() -> None:
     done = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                           timeout=30)
     problems = [line for line in (done.stdout + done.stderr).decode().splitlines()
-                if line.strip() and not line.startswith("kafka_consumergroup_lag_sum ")]
+                if line.strip() and not line.startswith(("kafka_consumergroup_lag_sum ",
+                                                         "kafka_consumergroup_current_offset_sum "))]
     assert problems == []
     assert done.returncode in (0, 3)  # 3 = lint findings only
