@@ -20,7 +20,8 @@ NAMES = ("bursty, bursty-ci, ceiling, ceiling-ci, partitions, partitions-ci, reb
          "spike-demo")
 MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, scaledobject, "
              "scaledobject-ceiling, scaledobject-ceiling-ci, scaledobject-ceiling-idle, "
-             "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-partitions, "
+             "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-flap, scaledobject-flap-ci, "
+             "scaledobject-hysteresis, scaledobject-hysteresis-ci, scaledobject-partitions, "
              "scaledobject-partitions-ci, scaledobject-rebalance, "
              "scaledobject-rebalance-ci")
 
