@@ -1,0 +1,149 @@
+"""The findings report's model on the committed golden runs (tests/fixtures/golden: real ci
+runs of experiments 1, 2, 3, 4 and 6): attribution, sections, recommendations, extractors."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.report.findings import (EXPERIMENTS, RunDoc, build_findings,
+                                             experiments_of, holds_for, load_runs)
+from pytest_lagscale.report.findings_extract import EXTRACTORS, RECOMMENDATION_ORDER
+
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
+RUN_DIRS = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
+
+
+def _runs() -> list[RunDoc]:
+    return load_runs(RUN_DIRS)
+
+
+def _by_label(runs: list[RunDoc], label: str) -> RunDoc:
+    return next(run for run in runs if run.label == label)
+
+
+@pytest.mark.parametrize("label, expected", [
+    ("spike-ci", {1, 2, 6}),
+    ("spike-ci-hpa-cpu-ci", {1}),
+    ("rebalance-ci-scaledobject-rebalance-ci-range", {3}),
+    ("rebalance-ci-scaledobject-rebalance-ci-cooperative-sticky", {3}),
+    ("ceiling-ci-scaledobject-ceiling-idle-ci", {4}),
+    ("ceiling-ci-scaledobject-ceiling-ci", {4}),
+    ("spike-ci-sigkill", {6}),
+])
+def test_each_golden_run_is_placed_in_its_experiments(label: str, expected: set[int]) -> None:
+    assert experiments_of(_by_label(_runs(), label)) == expected
+
+
+def test_recorded_marker_numbers_replace_the_label_guess() -> None:
+    run = _by_label(_runs(), "spike-ci")
+    doc = copy.deepcopy(dict(run.doc))
+    doc["experiment"]["numbers"] = [8]
+    assert experiments_of(RunDoc(run.path, doc)) == {1, 8}  # signal record + the marker
+    doc["experiment"] = {"numbers": [2]}
+    assert experiments_of(RunDoc(run.path, doc)) == {2}
+
+
+def test_sections_one_to_eight_with_not_run_for_missing_experiments() -> None:
+    findings = build_findings(_runs())
+    assert [s.number for s in findings.sections] == list(EXPERIMENTS)
+    assert {s.number for s in findings.sections if not s.ran} == {5, 7, 8}
+    for section in findings.sections:
+        if section.ran:
+            assert section.figures and section.conclusion, section.number
+            assert all(run.images for run in section.runs), section.number
+        else:
+            assert section.conclusion.startswith("Not run")
+
+
+def test_recommendations_come_first_in_order_with_their_inputs() -> None:
+    recs = build_findings(_runs()).recommendations
+    assert [(r.setting, r.experiment) for r in recs] == list(RECOMMENDATION_ORDER)
+    by = {r.setting: r for r in recs}
+    assert by["maxReplicaCount"].value == "4 (= P)"
+    assert by["rebalance protocol"].value == "range"
+    assert by["scaling signal"].value == "lag"
+    assert by["lagThreshold"].value == by["scale-down windows"].value == "not determined"
+    assert "profile ceiling-ci; engine spark; scale ci; 2 CPUs" in by["maxReplicaCount"].holds_for
+    assert "kafka 4.3.1" in by["maxReplicaCount"].holds_for
+
+
+def test_headline_verdicts_follow_the_numbers() -> None:
+    sections = {s.number: s for s in build_findings(_runs()).sections}
+    exp2 = {f.name: f for f in sections[2].figures}
+    assert exp2["reaction time (< 90 s)"].value == "27.9 s"
+    assert exp2["reaction time (< 90 s)"].verdict == "pass"
+    exp3 = {f.name.split(":")[0]: f for f in sections[3].figures}
+    assert exp3["cooperative-sticky-static"].verdict == "fail"  # max dip 25.6 % > 20 %
+    assert exp3["range"].verdict is None  # eager is reported, not judged
+    assert sections[6].conclusion == (
+        "Scale-down with graceful drain lost 0 and duplicated 0 of 210,000 records; with "
+        "SIGKILL on scale-down lost 0 and duplicated 0 of 210,000 records.")
+
+
+def test_conclusion_and_recommendation_change_with_the_numbers() -> None:
+    runs = _runs()
+    idle = _by_label(runs, "ceiling-ci-scaledobject-ceiling-idle-ci")
+    doc = copy.deepcopy(dict(idle.doc))
+    doc["experiment"]["ceiling"]["throughput_change"] = 0.31
+    findings = build_findings([RunDoc(idle.path, doc)])
+    rec = findings.recommendations[0]
+    assert rec.value == "above P (4): the surplus added 31.0 %"
+    assert findings.sections[3].conclusion.endswith("they did add throughput.")
+    throughput = [f for f in findings.sections[3].figures if f.name.startswith("throughput")]
+    assert throughput[0].verdict == "fail"
+
+
+@pytest.mark.parametrize("number", sorted(EXTRACTORS))
+def test_every_extractor_tolerates_a_document_without_its_keys(number: int) -> None:
+    extract = EXTRACTORS[number]([RunDoc(Path("/nowhere/benchmark.json"), {})])
+    assert extract.conclusion
+    assert all(f.verdict is None for f in extract.figures)
+
+
+def test_experiments_5_7_8_read_their_records() -> None:
+    base = {"inputs": {"profile": "spike-ci", "engine": "spark"},
+            "metrics": {"direction_reversals": {"value": 0.0}}}
+    sweep = RunDoc(Path("/r/s/benchmark.json"), {**base, "experiment": {"sweep": {
+        "values": 3, "recommendation": {"lag_threshold": 2000, "drain_slo_s": 60.0,
+                                        "evidence": "2000 drained in 48 s"}}}})
+    flap = RunDoc(Path("/r/f/benchmark.json"), {**base, "experiment": {"flapping": {
+        "short_window": {"direction_reversals": 3}, "recommendation": {
+            "stabilization_window_s": 120}}}})
+    moved = RunDoc(Path("/r/p/benchmark.json"), {**base, "experiment": {"partitions": {
+        "partitions_before": 24, "partitions_after": 48}}})
+    findings = build_findings([sweep, flap, moved])
+    by = {r.setting: r for r in findings.recommendations}
+    assert (by["lagThreshold"].value, by["lagThreshold"].evidence) == (
+        "2,000", "2000 drained in 48 s")
+    assert by["scale-down windows"].value == "stabilization_window_s 120"
+    sections = {s.number: s for s in findings.sections}
+    assert sections[8].conclusion == ("The largest lagThreshold meeting the drain SLO of 60 s "
+                                      "is 2,000 records.")
+    assert ("short_window.direction_reversals", "3") in [
+        (f.name, f.value) for f in sections[5].figures]
+    assert "partitions_before 24" in sections[7].conclusion
+
+
+def test_load_runs_reports_every_bad_path(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text(json.dumps({"hello": 1}))
+    with pytest.raises(ConfigError) as info:
+        load_runs([tmp_path / "missing", tmp_path / "x.json", RUN_DIRS[0]])
+    assert len(info.value.problems) >= 2
+    assert info.value.problems[0].startswith(f"{tmp_path / 'missing'}: ")
+
+
+def test_holds_for_names_profile_engine_machine_and_versions() -> None:
+    text = holds_for([_by_label(_runs(), "spike-ci")])
+    assert text.startswith("profile spike-ci; engine spark; scale ci; 2 CPUs, 23.5 GiB Linux")
+    assert "spark 4.3.0" in text and "librdkafka 2.16.0" in text
+
+
+def test_a_run_dir_without_pictures_has_none(tmp_path: Path) -> None:
+    shutil.copy(RUN_DIRS[0] / "benchmark.json", tmp_path / "benchmark.json")
+    assert load_runs([tmp_path])[0].images == []
