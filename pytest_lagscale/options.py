@@ -27,6 +27,9 @@ from .platform import PLATFORMS
 MAX_LAG_THRESHOLD = 10_000_000
 MAX_PARTITIONS = 1024
 MAX_SETTLE_TIMEOUT_S = 7200.0
+MAX_DRAIN_SLO_S = 3600.0
+#: ``--drain-slo`` when not given, seconds, by scale.
+DEFAULT_DRAIN_SLO_S = {"ci": 60.0, "full": 300.0}
 DEFAULT_OUT = "lagscale-runs"
 
 
@@ -87,6 +90,24 @@ def parse_settle_timeout(value: str) -> float:
     if not 0 <= seconds <= MAX_SETTLE_TIMEOUT_S:
         raise argparse.ArgumentTypeError(
             f"--settle-timeout: {seconds!r} is out of range; allowed: {allowed}")
+    return seconds
+
+
+def parse_drain_slo(value: str) -> float:
+    """Parse ``--drain-slo SECONDS``: experiment 8's drain SLO, 1..3600 seconds.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number in range.
+    """
+    allowed = f"seconds in [1, {MAX_DRAIN_SLO_S:g}]"
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--drain-slo: {value!r} is not a number; allowed: {allowed}") from None
+    if not 1 <= seconds <= MAX_DRAIN_SLO_S:
+        raise argparse.ArgumentTypeError(
+            f"--drain-slo: {seconds!r} is out of range; allowed: {allowed}")
     return seconds
 
 
@@ -217,6 +238,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "Default: the policy's.", metavar="RECORDS[,RECORDS...]",
               parse=parse_lag_thresholds, setting="lag_threshold",
               to_setting=lambda sweep: sweep[0] if sweep else None),
+    RunOption("drain-slo", "drain_slo_s", "Drain SLO in seconds (1 to 3600) that experiment "
+              "8's lagThreshold sweep recommends a value for: the backlog after the spike "
+              "must drain within it. It changes no run. Default: 60 at the ci scale, 300 at "
+              "full.", metavar="SECONDS", parse=parse_drain_slo, setting=None),
     _choices("balancer", "balancer", BALANCERS, "Partition assignment protocol of the replicas. "
              "Default: the Deployment's (cooperative-sticky)."),
     RunOption("partitions", "partitions", "Partitions of the topic (1 to 1024). Default: the "
