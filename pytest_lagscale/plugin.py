@@ -36,6 +36,12 @@ _SESSION_KEY = pytest.StashKey["LagscaleSession"]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lagscale", "lag-based autoscaling experiments (pytest-lagscale)")
     options.add_run_options(group.addoption)
+    # A session option, not a run option (no `lagscale run` twin): its own help group.
+    report = parser.getgroup("lagscale-report", "findings report (pytest-lagscale)")
+    report.addoption("--lagscale-report", dest="lagscale_report", metavar="DIR", default=None,
+                    help="At the end of the session, write the findings report of its runs "
+                         "(findings.html, findings.md, img/) into DIR; under pytest-xdist "
+                         "each worker writes DIR/<worker id>. Default: none")
 
 
 def _option_values(config: pytest.Config) -> dict[str, Any]:
@@ -46,6 +52,10 @@ def _option_values(config: pytest.Config) -> dict[str, Any]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     problems = options.check_run_options(_option_values(config))
+    report = config.getoption("lagscale_report", None)
+    if report and Path(report).exists() and not Path(report).is_dir():
+        problems.append(f"--lagscale-report: {report!r} is not a directory; give a directory "
+                        "(created when absent)")
     if not problems and config.getoption("lagscale_baseline"):
         problems += _check_baselines(Path(config.getoption("lagscale_baseline")))
     if problems:
@@ -123,6 +133,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if lagscale is None:
         return
     lagscale.compare_with_baselines()
+    _write_findings(session.config, lagscale)
     if lagscale.failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -210,8 +221,10 @@ def lagscale_run(request: pytest.FixtureRequest, lagscale_settings: Any,
         except ConfigError as exc:
             pytest.fail("lagscale_run: " + "; ".join(exc.problems), pytrace=False)
         _check(settings)
-        return session.run(settings, request.node.nodeid, lambda: _call_runner(
+        result = session.run(settings, request.node.nodeid, lambda: _call_runner(
             request.config, lagscale_runner, settings, kafka_cluster))
+        _record_experiment_number(request, result)
+        return result
 
     return run
 
@@ -290,6 +303,38 @@ def _call_runner(config: pytest.Config, runner: Callable[..., Any], settings: An
         from .experiment.progress import RunProgress
 
         return runner(settings, cluster=cluster, progress=RunProgress(Console()))
+
+
+def _record_experiment_number(request: pytest.FixtureRequest, result: Any) -> None:
+    """Add the test's ``experiment(n)`` marker number to ``experiment.numbers`` of the run's
+    benchmark.json (the findings report places runs by it; a shared run gets every number)."""
+    marker = request.node.get_closest_marker("experiment")
+    record = getattr(result, "record", None)
+    if marker is None or not marker.args or not callable(record):
+        return
+    numbers = set(getattr(result, "experiment", {}).get("numbers") or ())
+    if marker.args[0] not in numbers:
+        record("numbers", sorted(numbers | {marker.args[0]}))
+
+
+def _write_findings(config: pytest.Config, lagscale: LagscaleSession) -> None:
+    """``--lagscale-report DIR``: write the findings of the session's runs into DIR (under
+    pytest-xdist, DIR/<worker id>); a failure to write is printed, it does not fail the session."""
+    out = config.getoption("lagscale_report", None)
+    if not out or not lagscale.runs:
+        return
+    from .report.findings_render import write_report
+
+    worker = getattr(config, "workerinput", None)
+    folder = Path(out) / worker["workerid"] if worker is not None else Path(out)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        html, _ = write_report([run.result.benchmark_path for run in lagscale.runs], folder)
+        line = f"lagscale: findings report {html} ({len(lagscale.runs)} run(s))"
+    except (ConfigError, OSError) as exc:
+        line = f"lagscale: --lagscale-report: could not write the findings into {folder}: {exc}"
+    if reporter is not None:
+        reporter.write_line(line)
 
 
 def _check_baselines(path: Path) -> list[str]:
