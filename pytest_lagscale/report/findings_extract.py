@@ -18,13 +18,19 @@ What each reads (benchmark JSON keys):
 4. ``experiment.ceiling`` (``partitions``, ``max_desired``, ``surplus_records``,
    ``surplus_max_partitions``, ``throughput_change``) and ``experiment.cap``
    (``max_desired``) -> maxReplicaCount.
-5. ``experiment.flapping`` (any scalars; ``recommendation`` = {setting: value} if present)
-   -> the scale-down windows.
+5. ``experiment.flapping``: ``short_window`` / ``hysteresis`` (``flips``,
+   ``direction_reversals``, ``rebalances``, ``replica_seconds[_ratio]``,
+   ``drain_after_last_burst_s``, ``drain_bound_s``),
+   ``hysteresis_replica_seconds_over_short_window``, ``recommendation`` = {setting: value,
+   ``evidence``} -> the scale-down windows.
 6. ``run.reconciliation`` (``lost_total``, ``duplicated_total``) of the graceful and the
    ``--no-graceful`` runs.
-7. ``experiment.partitions`` (any scalars).
-8. ``experiment.sweep`` (any scalars; ``recommendation`` = {``lag_threshold``,
-   ``drain_slo_s``, ``evidence``, ...}) -> lagThreshold.
+7. ``experiment.partitions``: ``change`` (``before``, ``after``), ``forced_rebalance``
+   (``delay_s``, ``duration_s``, ``dip``, ``recovery_s``), ``replicas`` (``max_desired``,
+   ``max_current``), ``lost_records``, ``duplicated_records``, ``drain_time_s``.
+8. ``experiment.sweep``: ``by_threshold`` (value -> one line), ``values`` (``lag_threshold``,
+   ``slo_met``), ``recommendation`` (``lag_threshold``, ``drain_slo_s``, ``rule_of_thumb``,
+   ``dead_zone.why``, ``evidence``) -> lagThreshold.
 """
 
 from __future__ import annotations
@@ -93,19 +99,6 @@ def _with_record(runs: list[RunDoc], key: str) -> Mapping[str, Any]:
 
 def _lt(value: Any, limit: float) -> bool | None:
     return value < limit if isinstance(value, (int, float)) else None
-
-
-def scalar_figures(record: Mapping[str, Any], limit: int = 12) -> list[Figure]:
-    """Figures for every scalar of a record, one level of nesting flattened (``a.b``)."""
-    figures: list[Figure] = []
-    for key, value in record.items():
-        if key == "recommendation":
-            continue
-        items = value.items() if isinstance(value, Mapping) else [("", value)]
-        for sub, item in items:
-            if isinstance(item, (int, float, str, bool)) and len(figures) < limit:
-                figures.append(Figure(f"{key}.{sub}" if sub else key, num(item)))
-    return figures
 
 
 # -- the experiments --------------------------------------------------------------------------
@@ -253,16 +246,35 @@ def _recorded_recommendation(rec: Mapping[str, Any], setting: str, number: int,
 
 @extractor(5)
 def flapping(runs: list[RunDoc]) -> Extract:
-    """Experiment 5: ``experiment.flapping`` as recorded (scalars; ``recommendation``)."""
+    """Experiment 5: flips, drain and replica-seconds of the short window and of hysteresis."""
     rec = _with_record(runs, "flapping")
-    reversals = {r.label: _metric(r, "direction_reversals") for r in runs}
-    figures = scalar_figures(rec) + [Figure(f"{label}: direction reversals", num(value))
-                                     for label, value in reversals.items()]
+    short, hyst = rec.get("short_window") or {}, rec.get("hysteresis") or {}
+    figures = []
+    for name, fig, want_flips in (("short window", short, True), ("hysteresis", hyst, False)):
+        flips = fig.get("flips")
+        figures.append(Figure(f"{name}: flips while bursting ({'> 0' if want_flips else '== 0'})",
+                              num(flips), verdict(None if flips is None
+                                                  else (flips > 0) == want_flips)))
+        figures += [Figure(f"{name}: direction reversals / rebalances",
+                           f"{num(fig.get('direction_reversals'))} / "
+                           f"{num(fig.get('rebalances'))}"),
+                    Figure(f"{name}: replica-seconds (x oracle)",
+                           f"{num(fig.get('replica_seconds'))} "
+                           f"({num(fig.get('replica_seconds_ratio'), 'x', 2)})")]
+    drain, bound = hyst.get("drain_after_last_burst_s"), hyst.get("drain_bound_s")
+    figures.append(Figure(f"hysteresis: drain after the last burst (<= {num(bound, 's')})",
+                          num(drain, "s"), verdict(None if bound is None else
+                                                   drain is not None and drain <= bound)))
     recommendation = _recorded_recommendation(rec, "scale-down windows", 5, None)
-    counts = ", ".join(f"{label} {num(v)}" for label, v in reversals.items())
-    sentence = (f"Direction reversals per run: {counts}." if counts else
-                "No direction reversals were measured.")
-    return Extract(figures, sentence, recommendation)
+    if not hyst:
+        flips = short.get("flips")
+        return Extract(figures, f"The short window flipped {num(flips)} time(s) while bursting; "
+                                "the hysteresis variant was not recorded.", recommendation)
+    cost = rec.get("hysteresis_replica_seconds_over_short_window")
+    return Extract(figures, f"Hysteresis flipped {num(hyst.get('flips'))} time(s) against "
+                            f"{num(short.get('flips'))} with the short window, drained "
+                            f"{num(drain, 's')} after the last burst, at {num(cost, 'x', 2)} "
+                            "the replica-seconds.", recommendation)
 
 
 @extractor(6)
@@ -285,23 +297,55 @@ def scale_down(runs: list[RunDoc]) -> Extract:
 
 @extractor(7)
 def partitions(runs: list[RunDoc]) -> Extract:
-    """Experiment 7: ``experiment.partitions`` as recorded (scalars)."""
-    figures = scalar_figures(_with_record(runs, "partitions"))
-    if not figures:
+    """Experiment 7: the forced rebalance, the new ceiling and the dip of a partition change."""
+    rec = _with_record(runs, "partitions")
+    change, rb = rec.get("change") or {}, rec.get("forced_rebalance") or {}
+    rep = rec.get("replicas") or {}
+    before, after = change.get("before"), change.get("after")
+    lost, dup = rec.get("lost_records"), rec.get("duplicated_records")
+    figures = [
+        Figure("partitions before -> after", f"{num(before)} -> {num(after)}"),
+        Figure("forced rebalance: delay after the change / duration",
+               f"{num(rb.get('delay_s'), 's')} / {num(rb.get('duration_s'), 's')}"),
+        Figure("transient dip / recovery", f"{pct(rb.get('dip'))} / "
+                                          f"{num(rb.get('recovery_s'), 's')}"),
+        Figure("max desired / current replicas after the change (new ceiling)",
+               f"{num(rep.get('max_desired'))} / {num(rep.get('max_current'))}",
+               verdict(None if rep.get("max_current") is None or before is None
+                       else rep["max_current"] > before)),
+        Figure("lost / duplicated records", f"{num(lost)} / {num(dup)}",
+               verdict(None if lost is None or dup is None else lost == dup == 0)),
+        Figure("drain time", num(rec.get("drain_time_s"), "s")),
+    ]
+    if before is None:
         return Extract(figures, "The partition change was not recorded (experiment.partitions).")
-    shown = "; ".join(f"{f.name} {f.value}" for f in figures[:3])
-    return Extract(figures, f"The partition change measured {shown}.")
+    return Extract(figures, f"Growing P from {before} to {after} forced a rebalance "
+                            f"{num(rb.get('delay_s'), 's')} later with a {pct(rb.get('dip'))} dip, "
+                            f"and the group scaled to {num(rep.get('max_current'))} replicas.")
 
 
 @extractor(8)
 def sweep(runs: list[RunDoc]) -> Extract:
-    """Experiment 8: ``experiment.sweep`` and its ``recommendation.lag_threshold``."""
+    """Experiment 8: each swept value's line and SLO verdict, and the recommended value."""
     rec = _with_record(runs, "sweep")
-    figures = scalar_figures(rec)
-    recommendation = _recorded_recommendation(rec, "lagThreshold", 8, "lag_threshold")
-    if recommendation is None:
+    met = {str(v.get("lag_threshold")): v.get("slo_met") for v in rec.get("values") or ()
+           if isinstance(v, Mapping)}
+    figures = [Figure(f"lagThreshold {value}", str(line),
+                      verdict(met.get(value) if isinstance(met.get(value), bool) else None))
+               for value, line in (rec.get("by_threshold") or {}).items()]
+    chosen = _get(rec, "recommendation", "lag_threshold")
+    rule = _get(rec, "recommendation", "rule_of_thumb") or {}
+    slo = _get(rec, "recommendation", "drain_slo_s") or rec.get("drain_slo_s")
+    figures += [Figure("rule of thumb: rate x SLO x 0.75", num(rule.get("lag_threshold"),
+                                                                "records")),
+                Figure("HPA tolerance dead zone", str(_get(rec, "recommendation", "dead_zone",
+                                                           "why") or NA))]
+    if not isinstance(rec.get("recommendation"), Mapping):
         return Extract(figures, "The sweep recorded no recommendation (experiment.sweep).")
-    slo = _get(rec, "recommendation", "drain_slo_s")
-    return Extract(figures, f"The largest lagThreshold meeting the drain SLO"
-                            f"{' of ' + num(slo, 's') if slo is not None else ''} is "
-                            f"{recommendation.value} records.", recommendation)
+    evidence = str(_get(rec, "recommendation", "evidence") or "as recorded")
+    value = num(chosen) if chosen is not None else "none met the SLO"
+    sentence = (f"lagThreshold {num(chosen)} is the largest swept value draining within "
+                f"{num(slo, 's')}; the rule of thumb gives {num(rule.get('lag_threshold'))}."
+                if chosen is not None else f"No swept lagThreshold drained within "
+                                           f"{num(slo, 's')}.")
+    return Extract(figures, sentence, Recommendation("lagThreshold", value, 8, evidence))

@@ -106,28 +106,66 @@ def test_every_extractor_tolerates_a_document_without_its_keys(number: int) -> N
     assert all(f.verdict is None for f in extract.figures)
 
 
+FLAPPING = {
+    "short_window": {"flips": 3, "direction_reversals": 4.0, "rebalances": 9,
+                     "replica_seconds": 900.0, "replica_seconds_ratio": 1.4},
+    "hysteresis": {"flips": 0, "direction_reversals": 0.0, "rebalances": 4,
+                   "replica_seconds": 1100.0, "replica_seconds_ratio": 1.7,
+                   "drain_after_last_burst_s": 35.0, "drain_bound_s": 60.0},
+    "hysteresis_replica_seconds_over_short_window": 1.22,
+    "recommendation": {"scaleDown.stabilizationWindowSeconds": 120, "lagThreshold": 500,
+                       "evidence": "window > the burst period: 0 flips vs 3"}}
+SWEEP = {
+    "drain_slo_s": 60.0, "by_threshold": {"250": "drain 40 s, SLO met",
+                                          "500": "drain 52 s, SLO met",
+                                          "4000": "drain 95 s, SLO missed"},
+    "values": [{"lag_threshold": 250, "slo_met": True}, {"lag_threshold": 500, "slo_met": True},
+               {"lag_threshold": 4000, "slo_met": False}],
+    "recommendation": {"lag_threshold": 500, "drain_slo_s": 60.0,
+                       "rule_of_thumb": {"lag_threshold": 18000},
+                       "dead_zone": {"why": "not possible at P = 8"},
+                       "evidence": "lagThreshold 500 is the largest swept value draining"}}
+PARTITIONS = {
+    "change": {"t_s": 60.0, "before": 24, "after": 48},
+    "forced_rebalance": {"delay_s": 3.2, "duration_s": 1.1, "dip": 0.25, "recovery_s": 4.0},
+    "replicas": {"max_desired": 12, "max_current": 12},
+    "lost_records": 0, "duplicated_records": 0, "drain_time_s": 40.0}
+
+
+def _synthetic(name: str, record: dict) -> RunDoc:
+    return RunDoc(Path(f"/r/{name}/benchmark.json"), {
+        "inputs": {"profile": "bursty-ci", "engine": "spark"}, "experiment": {name: record},
+        "run": {"label": name}})
+
+
 def test_experiments_5_7_8_read_their_records() -> None:
-    base = {"inputs": {"profile": "spike-ci", "engine": "spark"},
-            "metrics": {"direction_reversals": {"value": 0.0}}}
-    sweep = RunDoc(Path("/r/s/benchmark.json"), {**base, "experiment": {"sweep": {
-        "values": 3, "recommendation": {"lag_threshold": 2000, "drain_slo_s": 60.0,
-                                        "evidence": "2000 drained in 48 s"}}}})
-    flap = RunDoc(Path("/r/f/benchmark.json"), {**base, "experiment": {"flapping": {
-        "short_window": {"direction_reversals": 3}, "recommendation": {
-            "stabilization_window_s": 120}}}})
-    moved = RunDoc(Path("/r/p/benchmark.json"), {**base, "experiment": {"partitions": {
-        "partitions_before": 24, "partitions_after": 48}}})
-    findings = build_findings([sweep, flap, moved])
+    findings = build_findings([_synthetic("sweep", SWEEP), _synthetic("flapping", FLAPPING),
+                               _synthetic("partitions", PARTITIONS)])
     by = {r.setting: r for r in findings.recommendations}
     assert (by["lagThreshold"].value, by["lagThreshold"].evidence) == (
-        "2,000", "2000 drained in 48 s")
-    assert by["scale-down windows"].value == "stabilization_window_s 120"
+        "500", "lagThreshold 500 is the largest swept value draining")
+    assert by["scale-down windows"].value == ("scaleDown.stabilizationWindowSeconds 120, "
+                                              "lagThreshold 500")
     sections = {s.number: s for s in findings.sections}
-    assert sections[8].conclusion == ("The largest lagThreshold meeting the drain SLO of 60 s "
-                                      "is 2,000 records.")
-    assert ("short_window.direction_reversals", "3") in [
-        (f.name, f.value) for f in sections[5].figures]
-    assert "partitions_before 24" in sections[7].conclusion
+    assert sections[8].conclusion == ("lagThreshold 500 is the largest swept value draining "
+                                      "within 60 s; the rule of thumb gives 18,000.")
+    assert [(f.name, f.verdict) for f in sections[8].figures][:3] == [
+        ("lagThreshold 250", "pass"), ("lagThreshold 500", "pass"),
+        ("lagThreshold 4000", "fail")]
+    assert sections[5].conclusion == ("Hysteresis flipped 0 time(s) against 3 with the short "
+                                      "window, drained 35 s after the last burst, at 1.22 x the "
+                                      "replica-seconds.")
+    assert [f.verdict for f in sections[5].figures if "flips" in f.name] == ["pass", "pass"]
+    assert sections[7].conclusion == ("Growing P from 24 to 48 forced a rebalance 3.2 s later "
+                                      "with a 25.0 % dip, and the group scaled to 12 replicas.")
+
+
+def test_a_sweep_where_no_value_met_the_slo() -> None:
+    sweep = copy.deepcopy(SWEEP)
+    sweep["recommendation"]["lag_threshold"] = None
+    findings = build_findings([_synthetic("sweep", sweep)])
+    assert findings.recommendations[2].value == "none met the SLO"
+    assert findings.sections[7].conclusion == "No swept lagThreshold drained within 60 s."
 
 
 def test_load_runs_reports_every_bad_path(tmp_path: Path) -> None:
