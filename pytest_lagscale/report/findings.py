@@ -55,6 +55,7 @@ QUESTIONS: dict[int, tuple[str, str, str]] = {
 RECORD_KEYS: dict[str, int] = {"signal": 1, "rebalance_dip": 3, "ceiling": 4, "cap": 4,
                                "flapping": 5, "partitions": 7, "sweep": 8}
 IMAGES = ("timeline.png", "replicas.png")
+SPIKE_PROFILES = ("spike", "spike-ci")  # experiments 2 and 6's profile at full and ci scale
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,12 @@ class Findings:
     recommendations: list[Recommendation]
     sections: list[Section]
 
+    @property
+    def unplaced(self) -> list[RunDoc]:
+        """Runs in no experiment's section (e.g. engine comparisons, demos)."""
+        placed = {id(run) for section in self.sections for run in section.runs}
+        return [run for run in self.runs if id(run) not in placed]
+
 
 def load_runs(paths: Iterable[str | Path]) -> list[RunDoc]:
     """Load each path: a ``benchmark.json`` file or a run directory holding one.
@@ -183,17 +190,18 @@ def experiments_of(run: RunDoc) -> set[int]:
     Read from ``experiment.numbers`` (the ``experiment(n)`` markers of the tests that used the
     run, recorded by the plugin) and from the records the experiments write
     (:data:`RECORD_KEYS`). A document without ``experiment.numbers`` (written before the
-    plugin recorded the markers) is also placed by its label: the spike profile's own run is
-    experiments 2 and 6 (they share it), ``<profile>-sigkill`` is experiment 6.
+    plugin recorded the markers) is also placed by its label: the spike profile's
+    (:data:`SPIKE_PROFILES`) own run is experiments 2 and 6 (they share it),
+    ``<profile>-sigkill`` is experiment 6.
     """
     record = run.record
     numbers = {n for key, n in RECORD_KEYS.items() if key in record}
     if "numbers" in record:
         return numbers | {int(n) for n in record["numbers"] or ()}
     profile = str((run.doc.get("inputs") or {}).get("profile") or "")
-    if profile.startswith("spike") and run.label == profile:
+    if profile in SPIKE_PROFILES and run.label == profile:
         numbers |= {2, 6}
-    if profile.startswith("spike") and run.label == f"{profile}-sigkill":
+    if profile in SPIKE_PROFILES and run.label == f"{profile}-sigkill":
         numbers.add(6)
     return numbers
 

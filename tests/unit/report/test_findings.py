@@ -40,6 +40,16 @@ def test_each_golden_run_is_placed_in_its_experiments(label: str, expected: set[
     assert experiments_of(_by_label(_runs(), label)) == expected
 
 
+def test_runs_of_no_experiment_are_listed_as_unplaced() -> None:
+    runs = _runs()
+    sigkill = _by_label(runs, "spike-ci-sigkill")
+    doc = copy.deepcopy(dict(sigkill.doc))
+    doc["run"]["label"] = "spike-ci-arrow"
+    findings = build_findings([*runs, RunDoc(sigkill.path, doc)])
+    assert [run.label for run in findings.unplaced] == ["spike-ci-arrow"]
+    assert build_findings(runs).unplaced == []
+
+
 def test_recorded_marker_numbers_replace_the_label_guess() -> None:
     run = _by_label(_runs(), "spike-ci")
     doc = copy.deepcopy(dict(run.doc))
