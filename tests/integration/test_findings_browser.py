@@ -70,7 +70,7 @@ def load_in_chromium(page: Path, work: Path) -> dict[str, Any]:
         raise AssertionError(f"chromium did not finish within {TIMEOUT_S} s") from None
     finally:
         with_children_gone(proc.pid)
-    found = re.search(r'<pre id="lagscale-check">(.*?)</pre>', out, flags=re.S)
+    found = re.search(r'<pre id="lagscale-check">(.*?)</pre>', out, flags=re.DOTALL)
     assert proc.returncode == 0 and found, (f"chromium exit {proc.returncode}, probe "
                                             f"{'found' if found else 'missing'}; stderr: "
                                             f"{err[-2000:]}")

@@ -51,7 +51,7 @@ def test_markdown_references_the_copied_pictures(tmp_path: Path) -> None:
     for link in links:
         assert link.startswith("img/") and (md_path.parent / link).read_bytes().startswith(
             PNG_MAGIC)
-    headings = re.findall(r"^## (.*)$", markdown, flags=re.M)
+    headings = re.findall(r"^## (.*)$", markdown, flags=re.MULTILINE)
     assert headings[0] == "Recommendations" and len(headings) == 9
     assert "## Experiment 5: Flapping under bursty load (not run)" in markdown
     assert "| maxReplicaCount | **4 (= P)** | experiment 4 |" in markdown
