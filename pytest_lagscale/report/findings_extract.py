@@ -134,7 +134,8 @@ def signal(runs: list[RunDoc]) -> Extract:
 @extractor(2)
 def spike(runs: list[RunDoc]) -> Extract:
     """Experiment 2: reaction time (five parts) and drain of the spike run."""
-    run = next((r for r in runs if "signal" not in r.record), runs[0])
+    # The profile's own run (label == profile), not a variant of it.
+    run = next((r for r in runs if r.label == _get(r.doc, "inputs", "profile")), runs[0])
     m = {name: _metric(run, name) for name in (
         "reaction_time_s", "detection_s", "actuation_s", "cold_start_s", "join_s",
         "first_fetch_s", "drain_time_s", "drain_monotone", "peak_lag_records")}
