@@ -30,6 +30,7 @@ from .session import LagscaleSession
 
 DEFAULT_PARTITIONS = {"ci": 8, "full": 24}
 _SESSION_KEY = pytest.StashKey["LagscaleSession"]()
+_OWNS_RECONCILE_WORKER = pytest.StashKey[bool]()
 
 
 # -- options and markers ---------------------------------------------------------------------
@@ -72,6 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline = config.getoption("lagscale_baseline", None)
     config.stash[_SESSION_KEY] = LagscaleSession(Path(baseline) if baseline else None)
     _configure_xdist(config)
+    _share_reconcile_worker(config)
     if threading.current_thread() is threading.main_thread():
         # SIGTERM (CI timeout, `kill`) and SIGHUP (the terminal closed) must run fixture
         # finalizers like Ctrl-C does, so no broker or replica outlives the session.
@@ -80,6 +82,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGHUP, _stop)
+
+
+def _share_reconcile_worker(config: pytest.Config) -> None:
+    """The session's runs share one reconciliation JVM (started at the first run's analysis,
+    stopped in :func:`pytest_unconfigure`); a nested session (pytester) uses the outer one's."""
+    from .analyze import reconcile_worker
+
+    if reconcile_worker.shared_enabled():
+        return
+    out = Path(config.getoption("lagscale_out", None) or options.DEFAULT_OUT)
+    reconcile_worker.enable_shared(out / "reconcile-worker.log")
+    config.stash[_OWNS_RECONCILE_WORKER] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_OWNS_RECONCILE_WORKER, False):
+        from .analyze import reconcile_worker
+
+        reconcile_worker.close_shared()
 
 
 def _configure_xdist(config: pytest.Config) -> None:

@@ -23,13 +23,22 @@ WARM_UP_S = 10.0
 
 
 def reconcile_run(layout: Any) -> Any:
-    """Lost/duplicated on Spark; None (and a warning) when the job cannot run here."""
+    """Lost/duplicated on Spark: in the session's shared worker when the plugin enabled one
+    (:mod:`pytest_lagscale.analyze.reconcile_worker`), else in a session of its own; None (and a
+    warning) when the job cannot run here."""
     try:
         from ..analyze.reconcile import reconcile
+        from ..analyze.reconcile_worker import shared_worker
     except ImportError as exc:
         log.warning("reconciliation skipped: %s", exc)
         return None
-    return reconcile(layout.store, layout.manifest_json, log_path=layout.reconcile_log)
+    worker = shared_worker()
+    if worker is None:
+        return reconcile(layout.store, layout.manifest_json, log_path=layout.reconcile_log)
+    with open(layout.reconcile_log, "a", encoding="utf-8") as fh:
+        fh.write(f"reconciled by the session's reconcile worker (pid {worker.process.pid}); "
+                 f"its JVM log: {worker.log_path}\n")
+    return worker.reconcile(layout.store, layout.manifest_json)
 
 
 def analyse(run: Any, broker: dict[str, Any], kafka_version: str,

@@ -1,0 +1,209 @@
+"""One reconciliation JVM for a whole pytest session: a worker process that keeps a
+:class:`~.local_spark.LocalSpark` and reconciles run after run.
+
+Why: starting the reconciliation's JVM and running its first query costs ~30 s on the 2-core
+machine (JVM start ~10 s, first job ~20 s of class loading and code generation); a warm session
+runs the same job in ~9 s. A session of acceptance tests reconciles a dozen runs or more, so the
+plugin keeps one worker for the session (:func:`enable_shared`, :func:`close_shared`); a single
+``lagscale run`` still starts and stops its own session (:func:`pytest_lagscale.analyze.reconcile.reconcile`).
+
+The worker is a separate process, not a SparkSession in the harness: pyspark allows one
+SparkContext per process, and tests start their own in-process Spark engines. It is a
+:class:`~pytest_lagscale.process.ManagedProcess` (own process group, parent-death signal), and
+its JVM exits when the worker's gateway pipe closes, so neither outlives the harness. Requests go
+over a ``multiprocessing.connection`` Unix socket with a random authkey: ``{"store": path,
+"manifest": path, "examples": n}`` -> the :class:`~.reconcile.Reconciliation` fields, or
+``{"error": text}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from ..errors import LagscaleError
+from ..lifecycle import StartStop
+
+log = logging.getLogger(__name__)
+
+AUTHKEY_ENV = "LAGSCALE_RECONCILE_AUTHKEY"
+READY_TIMEOUT_S = 180.0
+"""Seconds for the worker to start its JVM and open its socket."""
+
+
+class ReconcileWorker(StartStop):
+    """A worker process holding one reconciliation SparkSession.
+
+    Args:
+        log_path: file receiving the worker's and its JVM's output (appended).
+
+    Raises:
+        LagscaleError: from :meth:`start` when the worker exits or does not open its socket
+            within :data:`READY_TIMEOUT_S`; from :meth:`reconcile` when the job failed in the
+            worker (the message carries the worker's error) or the worker is gone.
+    """
+
+    def __init__(self, log_path: str | os.PathLike[str]):
+        self.log_path = Path(log_path)
+        self.process: Any = None
+        self._conn: Connection | None = None
+        self._dir: str | None = None
+
+    def start(self) -> "ReconcileWorker":
+        """Start the worker and connect to it; returns self."""
+        from ..process import ManagedProcess
+
+        self._dir = tempfile.mkdtemp(prefix="lagscale-reconcile-")
+        socket_path = os.path.join(self._dir, "socket")
+        authkey = secrets.token_hex(16)
+        self.process = ManagedProcess(
+            "reconcile-worker",
+            [sys.executable, "-m", __name__, "--socket", socket_path],
+            env={AUTHKEY_ENV: authkey}, log_path=self.log_path).start()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not os.path.exists(socket_path):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                tail = "\n".join(self.process.tail(10))
+                self.stop()
+                raise LagscaleError(f"reconcile worker did not start (log {self.log_path}):\n"
+                                    f"{tail}")
+            time.sleep(0.2)
+        self._conn = Client(socket_path, family="AF_UNIX", authkey=authkey.encode())
+        return self
+
+    def reconcile(self, store_dir: str | os.PathLike[str], manifest: str | os.PathLike[str],
+                  examples: int = 10) -> Any:
+        """Reconcile one run in the worker; returns a :class:`~.reconcile.Reconciliation`
+        (``elapsed_s`` is this call's wall time)."""
+        from .reconcile import Reconciliation
+
+        if self._conn is None:
+            raise LagscaleError("reconcile worker: not started")
+        start = time.perf_counter()
+        try:
+            self._conn.send({"store": str(store_dir), "manifest": str(manifest),
+                             "examples": examples})
+            reply = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            raise LagscaleError(f"reconcile worker is gone ({exc}); log {self.log_path}") from exc
+        if "error" in reply:
+            raise LagscaleError(f"reconcile worker: {reply['error']}")
+        reply.pop("exact", None)
+        reply["elapsed_s"] = time.perf_counter() - start
+        for key in ("lost_examples", "duplicated_examples", "unexpected_examples"):
+            reply[key] = tuple(tuple(e) for e in reply[key])
+        return Reconciliation(**reply)
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """Close the connection (the worker stops its JVM and exits) and stop the process."""
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except OSError:
+                pass
+            self._conn = None
+        if self.process is not None:
+            if self.process.wait(timeout_s) is None:
+                self.process.stop(timeout_s=5.0)
+            else:
+                self.process.stop(timeout_s=1.0)
+            self.process = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+class _Shared:
+    """The session's worker: started at the first reconciliation once enabled."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.log_path: Path | None = None
+        self.worker: ReconcileWorker | None = None
+
+    def get(self) -> ReconcileWorker | None:
+        if not self.enabled:
+            return None
+        if self.worker is None:
+            log_path = self.log_path or Path(tempfile.gettempdir()) / "lagscale-reconcile.log"
+            self.worker = ReconcileWorker(log_path).start()
+        return self.worker
+
+    def close(self) -> None:
+        worker, self.worker, self.enabled = self.worker, None, False
+        if worker is not None:
+            worker.stop()
+
+
+_shared = _Shared()
+
+
+def enable_shared(log_path: str | os.PathLike[str] | None = None) -> None:
+    """From now on, :func:`shared_worker` returns one worker for this process (started lazily)
+    whose output goes to ``log_path`` (default: the temp directory's lagscale-reconcile.log)."""
+    _shared.enabled = True
+    _shared.log_path = Path(log_path) if log_path else None
+
+
+def shared_enabled() -> bool:
+    """True between :func:`enable_shared` and :func:`close_shared`."""
+    return _shared.enabled
+
+
+def shared_worker() -> ReconcileWorker | None:
+    """The process's worker when :func:`enable_shared` was called, else None.
+
+    Raises:
+        LagscaleError: the worker could not start (see :class:`ReconcileWorker`).
+    """
+    return _shared.get()
+
+
+def close_shared() -> None:
+    """Stop the shared worker (if any) and disable sharing; safe to call twice."""
+    _shared.close()
+
+
+def _serve(conn: Connection, session: Any) -> None:
+    from .reconcile import reconcile
+
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        try:
+            result = reconcile(request["store"], request["manifest"], spark=session,
+                               examples=int(request["examples"]))
+            conn.send(result.to_dict())
+        except Exception as exc:  # noqa: BLE001 - any job failure goes back to the caller
+            conn.send({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Worker entry point: start the session, listen on ``--socket``, serve one client."""
+    from .local_spark import LocalSpark
+
+    parser = argparse.ArgumentParser(prog="python -m " + __name__)
+    parser.add_argument("--socket", required=True)
+    args = parser.parse_args(argv)
+    authkey = os.environ.pop(AUTHKEY_ENV, "").encode()
+    with LocalSpark() as spark:
+        # The socket file appears only now, with the session up: the harness waits for it.
+        with Listener(args.socket, family="AF_UNIX", authkey=authkey) as listener:
+            with listener.accept() as conn:
+                _serve(conn, spark.session)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
