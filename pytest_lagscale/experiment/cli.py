@@ -53,7 +53,7 @@ def _parameter(option: RunOption) -> inspect.Parameter:
 def _run(**values: Any) -> None:
     """Run a traffic profile against an autoscaled consumer group and analyse it.
 
-    Leaves benchmark.json, timeline.png, summary.md and the raw tables in the run directory.
+    Leaves benchmark.json, timeline.png, replicas.png, summary.md and the raw tables in the run directory.
     """
     from rich.console import Console
 
@@ -111,8 +111,9 @@ def _run_one(plan: Any, console: Any) -> Any:
         console.print(f"reconciliation (Spark): produced {rec.produced_total:,}, lost "
                       f"{rec.lost_total:,}, duplicated {rec.duplicated_total:,}",
                       highlight=False)
-    for name in ("benchmark_json", "timeline_png", "summary_md"):
-        console.print(f"{name}: {result.artifacts[name]}", highlight=False, soft_wrap=True)
+    for name in ("benchmark_json", "timeline_png", "replicas_png", "summary_md"):
+        if result.artifacts.get(name):
+            console.print(f"{name}: {result.artifacts[name]}", highlight=False, soft_wrap=True)
     return result
 
 
