@@ -138,7 +138,7 @@ class RunResult:
         tmp.write_text(json.dumps(self.document(), indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, self.benchmark_path)
         write_summary(self.run_dir / "summary.md", self.measurements, self.assertions,
-                      title=f"lagscale run {self.title}")
+                      title=f"lagscale run {self.title}", experiment=self.experiment)
         return self.benchmark_path
 
     def record(self, name: str, value: Any) -> Any:

@@ -10,7 +10,7 @@ start, with the burst's machine load), then the assertions.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..analyze.measure import METRICS, Measurements
 from ..analyze.scale_out import ScaleOut
@@ -32,8 +32,10 @@ def measurement_rows(m: Measurements) -> list[tuple[str, str, str, str]]:
 
 
 def summary_markdown(m: Measurements, assertions: Sequence[Assertion] = (),
-                     title: str = "lagscale run") -> str:
-    """The run's summary as markdown (the content of ``summary.md``)."""
+                     title: str = "lagscale run",
+                     experiment: Mapping[str, Any] | None = None) -> str:
+    """The run's summary as markdown (the content of ``summary.md``); ``experiment`` is the
+    experiment's own records (``RunResult.experiment``), rendered by :func:`experiment_lines`."""
     lines = [f"# {title}", ""]
     if m.reaction.reason:
         lines += [f"Reaction incomplete: {m.reaction.reason}", ""]
@@ -42,6 +44,8 @@ def summary_markdown(m: Measurements, assertions: Sequence[Assertion] = (),
     lines += ["", "## Ideal drain and oracle", "", *skew_lines(m)]
     lines += ["", "## Scale steps", "", *step_lines(m)]
     lines += ["", "## Scale-out", "", *scale_out_lines(m.scale_out)]
+    if experiment:
+        lines += ["", "## Experiment", "", *experiment_lines(experiment)]
     if assertions:
         lines += ["", "## Assertions", "", "| assertion | threshold | value | verdict |",
                   "|---|---:|---:|---|"]
@@ -111,12 +115,68 @@ def scale_out_lines(burst: ScaleOut | None) -> list[str]:
     return lines
 
 
+def _cell(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return _fmt(value)
+    if isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list)) for v in value):
+        return ", ".join(_cell(v) for v in value)
+    if isinstance(value, (dict, list, tuple)):
+        return "(see benchmark.json)"
+    return str(value).replace("|", "\\|")
+
+
+def _flatten(record: Mapping[str, Any], prefix: str = "", depth: int = 3
+             ) -> tuple[list[tuple[str, Any]], list[tuple[str, list[Mapping[str, Any]]]]]:
+    """Scalars as ``(dotted key, value)``; lists of mappings apart, as tables."""
+    scalars: list[tuple[str, Any]] = []
+    tables: list[tuple[str, list[Mapping[str, Any]]]] = []
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and depth > 1:
+            inner_scalars, inner_tables = _flatten(value, name + ".", depth - 1)
+            scalars += inner_scalars
+            tables += inner_tables
+        elif (isinstance(value, (list, tuple)) and value
+              and all(isinstance(v, Mapping) for v in value)):
+            tables.append((name, list(value)))
+        else:
+            scalars.append((name, value))
+    return scalars, tables
+
+
+def experiment_lines(experiment: Mapping[str, Any], max_rows: int = 40) -> list[str]:
+    """The experiment's records as markdown: per record a ``###`` heading, its scalars (nested
+    mappings flattened to dotted keys, 3 levels) as a table, and each list of mappings as a
+    table of its own (at most ``max_rows`` rows; the rest are in ``benchmark.json``)."""
+    lines: list[str] = []
+    for name, record in experiment.items():
+        lines += [f"### {name}", ""]
+        scalars, tables = _flatten(record if isinstance(record, Mapping) else {name: record})
+        if scalars:
+            lines += ["| figure | value |", "|---|---:|"]
+            lines += [f"| {key} | {_cell(value)} |" for key, value in scalars]
+            lines.append("")
+        for key, rows in tables:
+            columns = list(dict.fromkeys(c for row in rows for c in row))
+            lines += [f"{key}:", "", "| " + " | ".join(columns) + " |",
+                      "|" + "---|" * len(columns)]
+            lines += ["| " + " | ".join(_cell(row.get(c)) for c in columns) + " |"
+                      for row in rows[:max_rows]]
+            if len(rows) > max_rows:
+                lines.append(f"({len(rows) - max_rows} more rows in benchmark.json)")
+            lines.append("")
+    return lines
+
+
 def write_summary(path: str | Path, m: Measurements, assertions: Sequence[Assertion] = (),
-                  title: str = "lagscale run") -> Path:
+                  title: str = "lagscale run",
+                  experiment: Mapping[str, Any] | None = None) -> Path:
     """Write :func:`summary_markdown` to ``path`` (parents created); returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(summary_markdown(m, assertions, title))
+    out.write_text(summary_markdown(m, assertions, title, experiment))
     return out
 
 

@@ -88,3 +88,22 @@ def test_summary_markdown_steps_with_a_store_and_skew() -> None:
         "exact from the store.\n"
         "Oracle capped at full replicas for 40 s: the hottest partition's input exceeded one "
         "replica's capacity, so no replica count could keep up.")
+
+
+def test_summary_markdown_renders_the_experiment_records() -> None:
+    experiment = {"signal": {"peak_ratio": 2.5834, "policy": {"cpu": {"max_desired": 1}},
+                             "labels": ["cpu", "lag"], "note": "a|b"},
+                  "ceiling": {"curve": [{"replicas": 1, "records_per_s": 388.2},
+                                        {"replicas": 2, "records_per_s": 738.0, "extra": True}]},
+                  "engine_reason": "16 JVMs do not fit"}
+    text = summary_markdown(_measurements(), experiment=experiment)
+    section = text[text.index("## Experiment\n"):]
+    assert "### signal\n\n| figure | value |\n|---|---:|\n" in section
+    assert "| peak_ratio | 2.583 |" in section
+    assert "| policy.cpu.max_desired | 1 |" in section
+    assert "| labels | cpu, lag |" in section
+    assert "| note | a\\|b |" in section
+    assert ("curve:\n\n| replicas | records_per_s | extra |\n|---|---|---|\n"
+            "| 1 | 388.2 | None |\n| 2 | 738 | True |\n") in section
+    assert "### engine_reason\n\n| figure | value |\n|---|---:|\n| engine_reason | 16 JVMs" in section
+    assert "## Experiment" not in summary_markdown(_measurements())
