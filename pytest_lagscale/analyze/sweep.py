@@ -16,8 +16,9 @@ recommendation is the largest lagThreshold whose run met the drain SLO, checked 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -91,7 +92,7 @@ def rule_of_thumb(rate_per_replica_per_s: float, drain_slo_s: float,
         raise ValueError(f"drain_slo_s: got {drain_slo_s!r}, expected seconds > 0")
     if not 0 < factor <= 1:
         raise ValueError(f"factor: got {factor!r}, expected a number in (0, 1]")
-    return int(math.floor(rate_per_replica_per_s * drain_slo_s * factor))
+    return math.floor(rate_per_replica_per_s * drain_slo_s * factor)
 
 
 def dead_zone(partitions: int, tolerance: float = HPA_TOLERANCE) -> tuple[int, ...]:

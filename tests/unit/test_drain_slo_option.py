@@ -6,7 +6,11 @@ import argparse
 
 import pytest
 
-from pytest_lagscale.options import OPTIONS_BY_DEST, parse_drain_slo, settings_from_options
+from pytest_lagscale.options import (
+    OPTIONS_BY_DEST,
+    parse_drain_slo,
+    settings_from_options,
+)
 
 
 def test_drain_slo_parses_seconds_in_range() -> None:

@@ -3,8 +3,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pytest_lagscale.analyze.sweep import (SweepPoint, dead_zone, dead_zone_check,
-                                           measured_rate_per_replica, recommend, rule_of_thumb)
+from pytest_lagscale.analyze.sweep import (
+    SweepPoint,
+    dead_zone,
+    dead_zone_check,
+    measured_rate_per_replica,
+    recommend,
+    rule_of_thumb,
+)
 
 # A ci-like sweep: 50 over-scales, 500 is experiment 2's run, 5000 under-reacts.
 POINTS = [SweepPoint(5000, 95.0, 8, True, 1.2), SweepPoint(50, 20.0, 8, True, 3.0),
