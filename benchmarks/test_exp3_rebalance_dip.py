@@ -39,9 +39,7 @@ import numpy as np
 import pytest
 
 from pytest_lagscale.analyze.dip import rebalance_dip
-from pytest_lagscale.analyze.store_rate import read_store_times
 from pytest_lagscale.config.bundled import resolve_profile
-from pytest_lagscale.contract.rundir import RunDir
 from pytest_lagscale.load.profiles import ActionSpec, load_profile
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(3), pytest.mark.integration,
@@ -74,13 +72,6 @@ def _runs(lagscale_run, scale: str) -> dict[str, Any]:
     policy = "scaledobject-rebalance" + ("-ci" if scale == "ci" else "")
     return {name: lagscale_run("rebalance", policy=policy, actions=restart, **overrides)
             for name, overrides in VARIANTS.items()}
-
-
-def _store_times(result):
-    events = result.events
-    origin_s = float(events["monotonic_s"].iloc[0] - events["t_s"].iloc[0])
-    layout = RunDir(result.run_dir)
-    return read_store_times(layout.store, layout.merge_events(), origin_s)
 
 
 def _restarts(result, store) -> list[dict[str, Any]]:
@@ -143,7 +134,7 @@ def _summary(result, store) -> dict[str, Any]:
 
 def test_rebalance_dip_by_protocol(lagscale_run, lagscale_settings) -> None:
     runs = _runs(lagscale_run, lagscale_settings.scale)
-    table = {name: _summary(run, _store_times(run)) for name, run in runs.items()}
+    table = {name: _summary(run, run.store_times) for name, run in runs.items()}
     coop, eager, static = (table["cooperative-sticky"], table["range"],
                            table["cooperative-sticky-static"])
     drain = {name: row["drain_time_s"] for name, row in table.items()}

@@ -81,6 +81,17 @@ class StoreTimes:
         return None if not len(self.completed) else (first * BIN_S,
                                                      (first + len(cumulative) - 1) * BIN_S)
 
+    def completions(self) -> pd.DataFrame:
+        """Records completed per replica per bin (summed over partitions): columns ``t_s``
+        float64, ``replica_id`` object, ``records`` int64, sorted by ``t_s`` — the completions
+        table of :mod:`.completions`, without reading the store again."""
+        if not len(self.completed):
+            return empty_completions()
+        binned = self.completed.assign(t_s=self.completed["t_s"].round(6))
+        table = binned.groupby(["t_s", "replica_id"], sort=True)["records"].sum().reset_index()
+        table["records"] = table["records"].astype("int64")
+        return table.sort_values(["t_s", "replica_id"], kind="stable").reset_index(drop=True)
+
     def completed_before(self, t_s: np.ndarray) -> np.ndarray:
         """Records whose write completed before each time of ``t_s`` (run seconds, rounded to
         whole bins), float64."""
@@ -206,6 +217,13 @@ def _chunks(batches: Iterable[Any]) -> Iterator[pd.DataFrame]:
             pending, rows = [], 0
     if pending:
         yield pa.Table.from_batches(pending).to_pandas()
+
+
+def empty_completions() -> pd.DataFrame:
+    """A completions table without rows (the shape of :meth:`StoreTimes.completions`)."""
+    return pd.DataFrame({"t_s": pd.Series(dtype="float64"),
+                         "replica_id": pd.Series(dtype="object"),
+                         "records": pd.Series(dtype="int64")})
 
 
 def read_store_times(store_dir: str | Path, records: Iterable[Mapping[str, Any]],

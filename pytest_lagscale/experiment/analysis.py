@@ -87,27 +87,31 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                        title=f"{run_title(plan.settings.label(), inputs)}: lag, replicas, "
                              "consume rate")
     replicas, replicas_png = per_replica(run, events, spike, run_title(plan.settings.label(),
-                                                                       inputs))
+                                                                       inputs), store)
     result = RunResult(settings=plan.settings, run_dir=layout.root, spec=spec,
                        measurements=measurements, reconciliation=reconciliation,
                        timeline=run.timeline, events=events, inputs=inputs,
                        artifacts={**layout.artifacts(), "replicas_png": replicas_png},
                        extra_metrics=extra, run_info=_run_info(run),
                        experiment={"replicas": replicas.to_dict()},
-                       machine_info=machine_info(), commit_info=commit_info())
+                       machine_info=machine_info(), commit_info=commit_info(),
+                       store_times=store)
     result.write()
     return result
 
 
 def per_replica(run: Any, events: Any, spike: tuple[float, float] | None,
-                title: str) -> tuple[Any, Any]:
+                title: str, store: Any) -> tuple[Any, Any]:
     """Each replica's partitions and records (:mod:`..analyze.replicas`, against the profile's
-    P) and ``replicas.png`` beside ``timeline.png``; returns ``(ReplicaTable, png path)``."""
-    from ..analyze.completions import read_completions, replica_rates
+    P; records from ``store``, the run's :class:`~..analyze.store_rate.StoreTimes`) and
+    ``replicas.png`` beside ``timeline.png``; returns ``(ReplicaTable, png path)``."""
+    from ..analyze.completions import replica_rates
     from ..analyze.replicas import ownership, replica_table
     from ..report.replicas_png import write_replicas_png
 
-    completions = read_completions(run.layout.store, run.clock.start_wall_s)
+    from ..analyze.store_rate import empty_completions
+
+    completions = store.completions() if store is not None else empty_completions()
     table = replica_table(events, completions, run.plan.profile.partitions)
     png = write_replicas_png(
         ownership(events), replica_rates(completions), run.layout.root / "replicas.png",

@@ -75,6 +75,8 @@ class RunResult:
         experiment: an experiment's own figures and tables (by :meth:`record`), under
             ``experiment`` in the JSON.
         machine_info, commit_info: the environment (see :mod:`.environment`).
+        store_times: the store's record times (:class:`~..analyze.store_rate.StoreTimes`),
+            read once by the analysis; None when there is no store.
     """
 
     settings: RunSettings
@@ -93,6 +95,7 @@ class RunResult:
     machine_info: Mapping[str, Any] = field(default_factory=dict)
     commit_info: Mapping[str, Any] = field(default_factory=dict)
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    store_times: Any = None
 
     @property
     def benchmark_path(self) -> Path:

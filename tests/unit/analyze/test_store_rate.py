@@ -92,3 +92,20 @@ def test_read_store_times_maps_wall_ns_to_run_seconds(tmp_path: Path) -> None:
     assert store is not None and store.span_s == pytest.approx((0.0, 4.0))
     assert store.batch_interval_s == 1.0 and int(store.completed["records"].sum()) == 40
     assert read_store_times(tmp_path / "missing", records, origin) is None
+
+
+def test_completions_sum_partitions_per_replica_per_bin_as_the_completions_module_does() -> None:
+    from pytest_lagscale.analyze.completions import completions_from_rows
+    from pytest_lagscale.analyze.store_rate import empty_completions
+
+    rows = pd.concat([synth.batches("r1", 0.0, 3.0, 1.0, 10, partition=0),
+                      synth.batches("r1", 0.0, 3.0, 1.0, 5, partition=1),
+                      synth.batches("r2", 1.0, 2.0, 0.5, 4, partition=2)], ignore_index=True)
+    rows["written_at_ns"] += 30_000_000  # off the bin edges, where float flooring may differ
+    table = store_times(rows).completions()
+    expected = completions_from_rows(rows, 0.0)
+    assert list(table.columns) == ["t_s", "replica_id", "records"]
+    assert int(table["records"].sum()) == len(rows) == 53
+    merged = table.merge(expected, on=["t_s", "replica_id"], how="outer", suffixes=("", "_x"))
+    assert (merged["records"] == merged["records_x"]).all(), merged
+    assert store_times(rows.iloc[:0]).completions().equals(empty_completions())
