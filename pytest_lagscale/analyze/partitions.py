@@ -8,9 +8,10 @@ store's records (``entity_id``, ``partition``, ``seq``, ``ts_ns``, ``written_at_
   and after (the action's event).
 * :func:`forced_rebalance` — the rebalance the change forces (the replicas see the new
   partitions at their next metadata refresh): anchor = the first ``revoked`` / ``assigned`` /
-  ``lost`` callback at or after the change, window = until the first new member subscribes
-  (a scale-up's rebalance is the next one) or 10 s; duration, partitions revoked and assigned
-  per replica, which new partitions went to whom, and which old partitions moved.
+  ``lost`` callback at or after the change, window = 10 s, cut where the first replica the
+  scale-up started subscribes (its rebalance is the next one) unless it subscribed before the
+  anchor (then both are one rebalance: ``merged_with_scale_up``); duration, partitions revoked
+  and assigned per replica, which new partitions went to whom, and which old partitions moved.
 * :func:`new_partition_firsts` — per new partition: its first produced record (the smallest
   event time ``ts_ns`` the producer stamped), first processed record (smallest
   ``written_at_ns``) and first commit (the first replica ``batch`` event listing the
@@ -104,6 +105,7 @@ def forced_rebalance(events: pd.DataFrame, change: PartitionChange) -> dict[str,
     Returns:
         ``anchor_s`` (None when no callback followed the change), ``end_s``, ``duration_s``
         (anchor to the last callback of the window, s), ``delay_s`` (change to anchor, s),
+        ``merged_with_scale_up`` (a new member subscribed before the anchor),
         ``revoked`` / ``assigned`` (replica -> partitions), ``new_partition_owner``
         (new partition -> replica it was assigned to; missing = not assigned in the window),
         ``moved`` (old partitions revoked by one replica and assigned to another:
@@ -114,7 +116,9 @@ def forced_rebalance(events: pd.DataFrame, change: PartitionChange) -> dict[str,
     if not len(calls):
         return {"anchor_s": None}
     anchor = float(calls["t_s"].min())
-    end = min(anchor + REBALANCE_WINDOW_S, _new_member_subscribed_s(events, change.t_s))
+    subscribed = _new_member_subscribed_s(events, change.t_s)
+    merged = subscribed <= anchor  # the scale-up's members joined the same rebalance
+    end = anchor + REBALANCE_WINDOW_S if merged else min(anchor + REBALANCE_WINDOW_S, subscribed)
     window = calls[calls["t_s"] < end]
     revoked = _per_replica(window, STOP_EVENTS)
     assigned = _per_replica(window, ("assigned",))
@@ -122,7 +126,7 @@ def forced_rebalance(events: pd.DataFrame, change: PartitionChange) -> dict[str,
     moved = [{"partition": p, "from": r, "to": owner[p]} for r, parts in revoked.items()
              for p in parts if p < change.before and owner.get(p) not in (None, r)]
     return {"anchor_s": round(anchor, 3), "end_s": round(float(end), 3),
-            "delay_s": round(anchor - change.t_s, 3),
+            "delay_s": round(anchor - change.t_s, 3), "merged_with_scale_up": merged,
             "duration_s": round(float(window["t_s"].max()) - anchor, 3),
             "revoked": revoked, "assigned": assigned,
             "new_partition_owner": {p: owner[p] for p in change.new_partitions if p in owner},

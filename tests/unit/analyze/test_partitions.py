@@ -51,6 +51,22 @@ def test_forced_rebalance_stops_where_the_scale_ups_members_subscribe() -> None:
     assert out["new_partition_owner"] == {2: "r2", 3: "r1"}
     assert out["moved"] == [{"partition": 1, "from": "r1", "to": "r2"}]
     assert out["partitions_stopped"] == 2
+    assert out["merged_with_scale_up"] is False
+
+
+def test_a_scale_up_member_subscribed_before_the_anchor_joins_the_same_rebalance() -> None:
+    log = synth.events(
+        (20.5, "platform", "replica_started", {"replica_id": "r3"}),
+        (22.0, "r3", "subscribed", {}),
+        (23.0, "r1", "revoked", {"partitions": [1]}),
+        (23.5, "r3", "assigned", {"partitions": [1, 3]}),
+        (24.0, "r2", "assigned", {"partitions": [2]}),
+    )
+    out = forced_rebalance(log, PartitionChange(20.0, 2, 4))
+    assert out["merged_with_scale_up"] is True
+    assert (out["anchor_s"], out["end_s"], out["duration_s"]) == (23.0, 33.0, 1.0)
+    assert out["moved"] == [{"partition": 1, "from": "r1", "to": "r3"}]
+    assert out["new_partition_owner"] == {2: "r2", 3: "r3"}
 
 
 def test_no_callback_after_the_change_is_no_anchor() -> None:
