@@ -44,10 +44,16 @@ import pytest
 import yaml
 
 from pytest_lagscale.analyze.dip import rebalance_dip
-from pytest_lagscale.analyze.partitions import (forced_rebalance, key_remap,
-                                                max_owners_after, new_partition_firsts,
-                                                partition_change, read_store_keys,
-                                                replicas_after, trigger_view)
+from pytest_lagscale.analyze.partitions import (
+    forced_rebalance,
+    key_remap,
+    max_owners_after,
+    new_partition_firsts,
+    partition_change,
+    read_store_keys,
+    replicas_after,
+    trigger_view,
+)
 from pytest_lagscale.analyze.replicas import ownership
 from pytest_lagscale.analyze.store_rate import read_store_times, wall_offset_s
 from pytest_lagscale.config.bundled import manifest_paths, resolve_manifest
@@ -128,7 +134,7 @@ def _figures(result: Any, policy: str) -> dict[str, Any]:
         "replicas": {**replicas_after(result.timeline, change),
                      "max_owners": max_owners_after(ownership(result.events), change)},
         "key_remap": key_remap(store, change),
-        "processed_records": int(len(store)),
+        "processed_records": len(store),
         "produced_records": result.metrics.get("produced_records"),
         "lost_records": result.metrics.get("lost_records"),
         "duplicated_records": result.metrics.get("duplicated_records"),

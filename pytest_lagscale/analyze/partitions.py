@@ -35,9 +35,10 @@ project), kedacore/keda pkg/scalers/kafka_scaler.go getLagForPartition / getTota
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -288,8 +289,8 @@ def key_remap(store: pd.DataFrame, change: PartitionChange) -> dict[str, Any]:
         spanning = pd.Index(np.intersect1d(store.loc[early, "entity_id"].unique(),
                                            store.loc[~early, "entity_id"].unique()))
     moved = parts.index[parts.to_numpy() > 1].intersection(spanning)
-    return {"entities": int(len(parts)), "spanning_entities": int(len(spanning)),
-            "moved_entities": int(len(moved)),
+    return {"entities": len(parts), "spanning_entities": len(spanning),
+            "moved_entities": len(moved),
             "moved_fraction": (len(moved) / len(spanning)) if len(spanning) else None,
             "reordered_entities": reordered_entities(store[store["entity_id"].isin(moved)]),
             "expected_fraction": 1.0 - change.before / change.after
@@ -306,7 +307,7 @@ def reordered_entities(rows: pd.DataFrame) -> int:
     part = ordered["partition"].to_numpy()
     written = ordered["written_at_ns"].to_numpy()
     bad = (entity[1:] == entity[:-1]) & (part[1:] != part[:-1]) & (written[1:] < written[:-1])
-    return int(len(np.unique(entity[1:][bad])))
+    return len(np.unique(entity[1:][bad]))
 
 
 def read_store_keys(store_dir: str | Path) -> pd.DataFrame:

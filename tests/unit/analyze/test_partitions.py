@@ -5,11 +5,17 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pytest_lagscale.analyze.partitions import (PartitionChange, forced_rebalance, key_remap,
-                                                max_owners_after, new_partition_firsts,
-                                                partition_change,
-                                                reordered_entities, replicas_after,
-                                                trigger_view)
+from pytest_lagscale.analyze.partitions import (
+    PartitionChange,
+    forced_rebalance,
+    key_remap,
+    max_owners_after,
+    new_partition_firsts,
+    partition_change,
+    reordered_entities,
+    replicas_after,
+    trigger_view,
+)
 
 from . import synth
 
