@@ -39,7 +39,7 @@ from ..eventlog import EventLog
 from ..lifecycle import StartStop
 from ..sources.base import LagSource
 from .base import Platform
-from .local import CpuSampler
+from .cpu import CpuSampler
 
 __all__ = ["ControllerMetrics", "LagSource", "LocalAutoscaler", "ScaledDeployment"]
 
@@ -102,7 +102,7 @@ class LocalAutoscaler(StartStop):
             samples the replicas' CPU (``replica_cpu`` events) and CPU policies decide on it.
         name: object name in metric labels (default: the policy's ``metrics_name``).
         cpu_sampler: ``sample(replicas, now_s) -> {replica_id: millicores}`` (default: a
-            :class:`~pytest_lagscale.platform.local.CpuSampler` of the replicas' processes).
+            :class:`~pytest_lagscale.platform.cpu.CpuSampler` of the replicas' processes).
 
     Attributes:
         decisions: every step applied so far, in order.
