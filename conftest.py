@@ -2,7 +2,8 @@
 
 The autouse ``no_leftover_processes`` fixture fails any test that leaves a child process or a
 listening socket of this interpreter behind. Session fixtures (the broker) are set up before it,
-so they are part of its "before" snapshot and are not reported.
+so they are part of its "before" snapshot and are not reported; the session's reconcile worker
+(``pytest_lagscale.analyze.reconcile_worker``, started by the first run's analysis) is exempt.
 """
 
 from __future__ import annotations
@@ -14,11 +15,26 @@ import psutil
 import pytest
 
 
+def _session_worker() -> set[int]:
+    """The session's reconcile worker and its JVM: started by the first run's analysis and kept
+    for the session (like the broker), so not a leak of the test that started it."""
+    from pytest_lagscale.analyze.reconcile_worker import shared_pid
+
+    pid = shared_pid()
+    if pid is None:
+        return set()
+    try:
+        return {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    except psutil.Error:
+        return {pid}
+
+
 def _children() -> dict[int, str]:
     out = {}
+    session_worker = _session_worker()
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE:
+            if child.pid not in session_worker and child.status() != psutil.STATUS_ZOMBIE:
                 out[child.pid] = " ".join(child.cmdline())[:160]
         except psutil.Error:
             continue

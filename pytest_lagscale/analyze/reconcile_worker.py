@@ -168,6 +168,13 @@ def shared_worker() -> ReconcileWorker | None:
     return _shared.get()
 
 
+def shared_pid() -> int | None:
+    """The pid of the shared worker process while it runs (its JVM is its child), else None;
+    for leak checks that must tell the session's worker from a leaked process."""
+    worker = _shared.worker
+    return worker.process.pid if worker is not None and worker.process is not None else None
+
+
 def close_shared() -> None:
     """Stop the shared worker (if any) and disable sharing; safe to call twice."""
     _shared.close()
