@@ -36,6 +36,8 @@ DATA_FILES = (
     "pytest_lagscale/data/kafka/pom.xml",
     "pytest_lagscale/data/prometheus/prometheus.yml.template",
     "spark_consumer/data/segments.csv",
+    "pytest_lagscale/report/templates/findings.html.j2",
+    "pytest_lagscale/report/templates/findings.md.j2",
 )
 #: Run inside the temp virtualenv: every bundled default as a path, plus where the packages are.
 RESOLVE = """
