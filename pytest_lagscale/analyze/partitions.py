@@ -8,10 +8,11 @@ store's records (``entity_id``, ``partition``, ``seq``, ``ts_ns``, ``written_at_
   and after (the action's event).
 * :func:`forced_rebalance` — the rebalance the change forces (the replicas see the new
   partitions at their next metadata refresh): anchor = the first ``revoked`` / ``assigned`` /
-  ``lost`` callback at or after the change, window = 10 s, cut where the first replica the
-  scale-up started subscribes (its rebalance is the next one) unless it subscribed before the
-  anchor (then both are one rebalance: ``merged_with_scale_up``); duration, partitions revoked
-  and assigned per replica, which new partitions went to whom, and which old partitions moved.
+  ``lost`` callback at or after the change; it ends when the last new partition gets its
+  first owner (at most 10 s later: a replica busy in a batch delivers its callback late, and
+  the scale-up's members, which may join the same rebalance or the next, move old partitions
+  after it). Duration, partitions revoked and assigned per replica in it, each new partition's
+  first owner, and which old partitions moved.
 * :func:`new_partition_firsts` — per new partition: its first produced record (the smallest
   event time ``ts_ns`` the producer stamped), first processed record (smallest
   ``written_at_ns``) and first commit (the first replica ``batch`` event listing the
@@ -84,12 +85,21 @@ def partition_change(events: pd.DataFrame) -> PartitionChange | None:
     return None
 
 
-def _new_member_subscribed_s(events: pd.DataFrame, after_s: float) -> float:
-    """When the first replica started after ``after_s`` subscribed; inf when none did."""
+def _new_members(events: pd.DataFrame, after_s: float) -> set[str]:
+    """Replicas the platform started at or after ``after_s`` (the scale-up's members)."""
     started = events[(events["event"] == "replica_started") & (events["t_s"] >= after_s)]
-    new = set(started["replica_id"].dropna())
-    subs = events[(events["event"] == "subscribed") & events["replica_id"].isin(new)]
-    return float(subs["t_s"].min()) if len(subs) else np.inf
+    return {str(r) for r in started["replica_id"].dropna()}
+
+
+def _all_new_assigned_s(calls: pd.DataFrame, change: PartitionChange) -> float | None:
+    """When the last new partition got its first owner (None when one never did)."""
+    first: dict[int, float] = {}
+    assigned = calls[calls["event"] == "assigned"]
+    for t_s, f in zip(assigned["t_s"], assigned["fields"]):
+        for p in f.get("partitions") or ():
+            first.setdefault(int(p), float(t_s))
+    times = [first.get(p) for p in change.new_partitions]
+    return None if None in times else max(times)  # type: ignore[type-var]
 
 
 def _per_replica(rows: pd.DataFrame, names: tuple[str, ...]) -> dict[str, list[int]]:
@@ -100,16 +110,29 @@ def _per_replica(rows: pd.DataFrame, names: tuple[str, ...]) -> dict[str, list[i
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
+def _owners(calls: pd.DataFrame) -> tuple[dict[int, str], dict[int, str]]:
+    """(partition -> first replica assigned it, partition -> last), in time order."""
+    first: dict[int, str] = {}
+    last: dict[int, str] = {}
+    rows = calls[calls["event"] == "assigned"]
+    for replica, f in zip(rows["replica_id"], rows["fields"]):
+        for p in f.get("partitions") or ():
+            first.setdefault(int(p), str(replica))
+            last[int(p)] = str(replica)
+    return first, last
+
+
 def forced_rebalance(events: pd.DataFrame, change: PartitionChange) -> dict[str, Any]:
     """The rebalance the partition change forced (see the module docstring).
 
     Returns:
-        ``anchor_s`` (None when no callback followed the change), ``end_s``, ``duration_s``
-        (anchor to the last callback of the window, s), ``delay_s`` (change to anchor, s),
-        ``merged_with_scale_up`` (a new member subscribed before the anchor),
-        ``revoked`` / ``assigned`` (replica -> partitions), ``new_partition_owner``
-        (new partition -> replica it was assigned to; missing = not assigned in the window),
-        ``moved`` (old partitions revoked by one replica and assigned to another:
+        ``anchor_s`` (None when no callback followed the change), ``end_s`` (when the last new
+        partition got its first owner; the anchor + 10 s when one did not by then),
+        ``duration_s`` (anchor to ``end_s``), ``delay_s`` (change to anchor, s),
+        ``complete`` (every new partition got an owner within 10 s), ``merged_with_scale_up``
+        (a replica the scale-up started got a partition in the window), ``revoked`` /
+        ``assigned`` (replica -> partitions), ``new_partition_owner`` (new partition -> its
+        first owner), ``moved`` (old partitions revoked by one replica and assigned to another:
         ``[{partition, from, to}]``), ``partitions_stopped`` (distinct partitions revoked/lost).
     """
     calls = events[events["event"].isin(REBALANCE_EVENTS) & events["replica_id"].notna()
@@ -117,20 +140,23 @@ def forced_rebalance(events: pd.DataFrame, change: PartitionChange) -> dict[str,
     if not len(calls):
         return {"anchor_s": None}
     anchor = float(calls["t_s"].min())
-    subscribed = _new_member_subscribed_s(events, change.t_s)
-    merged = subscribed <= anchor  # the scale-up's members joined the same rebalance
-    end = anchor + REBALANCE_WINDOW_S if merged else min(anchor + REBALANCE_WINDOW_S, subscribed)
-    window = calls[calls["t_s"] < end]
+    calls = calls[calls["t_s"] < anchor + REBALANCE_WINDOW_S]
+    done = _all_new_assigned_s(calls, change)
+    end = anchor + REBALANCE_WINDOW_S if done is None else done
+    window = calls[calls["t_s"] <= end]
     revoked = _per_replica(window, STOP_EVENTS)
     assigned = _per_replica(window, ("assigned",))
-    owner = {p: r for r, parts in assigned.items() for p in parts}
+    first_owner, owner = _owners(window)
     moved = [{"partition": p, "from": r, "to": owner[p]} for r, parts in revoked.items()
              for p in parts if p < change.before and owner.get(p) not in (None, r)]
-    return {"anchor_s": round(anchor, 3), "end_s": round(float(end), 3),
-            "delay_s": round(anchor - change.t_s, 3), "merged_with_scale_up": merged,
-            "duration_s": round(float(window["t_s"].max()) - anchor, 3),
+    return {"anchor_s": round(anchor, 3), "end_s": round(end, 3),
+            "delay_s": round(anchor - change.t_s, 3), "duration_s": round(end - anchor, 3),
+            "complete": done is not None,
+            "merged_with_scale_up": any(assigned.get(r) for r in
+                                        _new_members(events, change.t_s)),
             "revoked": revoked, "assigned": assigned,
-            "new_partition_owner": {p: owner[p] for p in change.new_partitions if p in owner},
+            "new_partition_owner": {p: first_owner[p] for p in change.new_partitions
+                                    if p in first_owner},
             "moved": sorted(moved, key=lambda m: m["partition"]),
             "partitions_stopped": len({p for parts in revoked.values() for p in parts})}
 

@@ -46,33 +46,45 @@ def test_the_action_event_gives_the_change() -> None:
     assert partition_change(synth.events((1.0, "r1", "assigned", {"partitions": [0]}))) is None
 
 
-def test_forced_rebalance_stops_where_the_scale_ups_members_subscribe() -> None:
+def test_forced_rebalance_ends_when_every_new_partition_has_an_owner() -> None:
     out = forced_rebalance(_change_log(), CHANGE)
     assert out["anchor_s"] == pytest.approx(33.0)
     assert out["delay_s"] == pytest.approx(3.0)
-    assert out["end_s"] == pytest.approx(40.0)
+    assert out["end_s"] == pytest.approx(33.4)       # partition 3's first owner
     assert out["duration_s"] == pytest.approx(0.4)
+    assert out["complete"] is True
     assert out["revoked"] == {"r1": [1], "r2": [0]}
     assert out["assigned"] == {"r1": [3], "r2": [0, 1, 2]}
     assert out["new_partition_owner"] == {2: "r2", 3: "r1"}
     assert out["moved"] == [{"partition": 1, "from": "r1", "to": "r2"}]
     assert out["partitions_stopped"] == 2
-    assert out["merged_with_scale_up"] is False
+    assert out["merged_with_scale_up"] is False      # r3's rebalance at 41 s is the next one
 
 
-def test_a_scale_up_member_subscribed_before_the_anchor_joins_the_same_rebalance() -> None:
+def test_a_scale_up_member_that_gets_a_partition_in_it_is_one_rebalance() -> None:
     log = synth.events(
         (20.5, "platform", "replica_started", {"replica_id": "r3"}),
         (22.0, "r3", "subscribed", {}),
         (23.0, "r1", "revoked", {"partitions": [1]}),
         (23.5, "r3", "assigned", {"partitions": [1, 3]}),
         (24.0, "r2", "assigned", {"partitions": [2]}),
+        (24.5, "r3", "revoked", {"partitions": [1]}),     # after the window
+        (25.0, "r1", "assigned", {"partitions": [1]}),
     )
     out = forced_rebalance(log, PartitionChange(20.0, 2, 4))
     assert out["merged_with_scale_up"] is True
-    assert (out["anchor_s"], out["end_s"], out["duration_s"]) == (23.0, 33.0, 1.0)
+    assert (out["anchor_s"], out["end_s"], out["duration_s"]) == (23.0, 24.0, 1.0)
     assert out["moved"] == [{"partition": 1, "from": "r1", "to": "r3"}]
     assert out["new_partition_owner"] == {2: "r2", 3: "r3"}
+
+
+def test_a_new_partition_without_an_owner_for_10_s_leaves_it_incomplete() -> None:
+    log = synth.events((31.0, "r1", "assigned", {"partitions": [2]}),
+                       (45.0, "r2", "assigned", {"partitions": [3]}))
+    out = forced_rebalance(log, CHANGE)
+    assert out["complete"] is False
+    assert (out["end_s"], out["duration_s"]) == (41.0, 10.0)
+    assert out["new_partition_owner"] == {2: "r1"}
 
 
 def test_no_callback_after_the_change_is_no_anchor() -> None:
