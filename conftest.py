@@ -71,3 +71,13 @@ def no_leftover_processes() -> object:
                     pytrace=False)
     if ports:
         pytest.fail(f"test left listening sockets behind: {sorted(ports)}", pytrace=False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``by_hand`` run only when the ``-m`` expression names ``by_hand``."""
+    if "by_hand" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="by_hand: left out of the default session; run with -m by_hand")
+    for item in items:
+        if item.get_closest_marker("by_hand") is not None:
+            item.add_marker(skip)
