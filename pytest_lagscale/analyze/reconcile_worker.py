@@ -133,6 +133,11 @@ class _Shared:
     def get(self) -> ReconcileWorker | None:
         if not self.enabled:
             return None
+        if self.worker is not None and (self.worker.process is None
+                                        or self.worker.process.poll() is not None):
+            log.warning("reconcile worker exited; starting a new one")
+            self.worker.stop(timeout_s=1.0)
+            self.worker = None
         if self.worker is None:
             log_path = self.log_path or Path(tempfile.gettempdir()) / "lagscale-reconcile.log"
             self.worker = ReconcileWorker(log_path).start()
@@ -173,6 +178,13 @@ def shared_pid() -> int | None:
     for leak checks that must tell the session's worker from a leaked process."""
     worker = _shared.worker
     return worker.process.pid if worker is not None and worker.process is not None else None
+
+
+def discard_shared() -> None:
+    """Stop the shared worker after a failure; sharing stays on (the next call starts one)."""
+    worker, _shared.worker = _shared.worker, None
+    if worker is not None:
+        worker.stop(timeout_s=1.0)
 
 
 def close_shared() -> None:

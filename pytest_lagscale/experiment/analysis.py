@@ -12,6 +12,7 @@ from ..analyze.measure import RunSpec, measure
 from ..analyze.skew import counts_by_partition
 from ..analyze.store_rate import read_store_times
 from ..analyze.tables import events_from_records, spike_window
+from ..errors import LagscaleError
 from ..report.benchjson import Inputs
 from .environment import commit_info, machine_info, versions
 from .result import RunResult, run_title
@@ -28,17 +29,21 @@ def reconcile_run(layout: Any) -> Any:
     warning) when the job cannot run here."""
     try:
         from ..analyze.reconcile import reconcile
-        from ..analyze.reconcile_worker import shared_worker
+        from ..analyze.reconcile_worker import discard_shared, shared_worker
     except ImportError as exc:
         log.warning("reconciliation skipped: %s", exc)
         return None
-    worker = shared_worker()
-    if worker is None:
-        return reconcile(layout.store, layout.manifest_json, log_path=layout.reconcile_log)
-    with open(layout.reconcile_log, "a", encoding="utf-8") as fh:
-        fh.write(f"reconciled by the session's reconcile worker (pid {worker.process.pid}); "
-                 f"its JVM log: {worker.log_path}\n")
-    return worker.reconcile(layout.store, layout.manifest_json)
+    try:
+        worker = shared_worker()
+        if worker is not None:
+            with open(layout.reconcile_log, "a", encoding="utf-8") as fh:
+                fh.write(f"reconciled by the session's reconcile worker (pid "
+                         f"{worker.process.pid}); its JVM log: {worker.log_path}\n")
+            return worker.reconcile(layout.store, layout.manifest_json)
+    except LagscaleError as exc:  # the worker died or failed: this run reconciles on its own
+        log.warning("%s; reconciling in a session of this run's own", exc)
+        discard_shared()
+    return reconcile(layout.store, layout.manifest_json, log_path=layout.reconcile_log)
 
 
 def analyse(run: Any, broker: dict[str, Any], kafka_version: str,

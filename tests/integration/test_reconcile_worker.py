@@ -80,3 +80,23 @@ def test_worker_and_jvm_die_with_a_sigkilled_harness(tmp_path: Path) -> None:
         proc.stdout.close()
         for p in _tree(worker_pid) if "worker_pid" in locals() else []:
             p.kill()
+
+
+def test_a_dead_shared_worker_is_replaced_at_the_next_call(tmp_path: Path) -> None:
+    from pytest_lagscale.analyze import reconcile_worker as rw
+
+    owned = not rw.shared_enabled()
+    rw.enable_shared(tmp_path / "shared.log")
+    try:
+        first = rw.shared_worker()
+        first.process.signal(signal.SIGKILL)
+        first.process.wait(10.0)
+        second = rw.shared_worker()
+        assert second is not first and second.process.poll() is None
+        store, m, _ = random_store(tmp_path, seed=5, partitions=2, per_partition=50)
+        r = second.reconcile(store, m.write_json(tmp_path / "manifest.json"), examples=2)
+        assert counts(r) == counts(reconcile_arrow(store, m, examples=2))
+    finally:
+        rw.discard_shared()
+        if owned:
+            rw.close_shared()
