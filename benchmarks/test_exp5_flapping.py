@@ -120,7 +120,8 @@ def test_hysteresis_holds_through_bursts_and_still_drains(lagscale_run, lagscale
                   "lagThreshold": fig["lag_threshold"],
                   "evidence": (f"window > the burst period: {fig['flips']} flips vs "
                                f"{flap_fig['flips']} without it, drained "
-                               f"{fig['drain_after_last_burst_s']} s after the last burst, "
+                               f"{_seconds(fig['drain_after_last_burst_s'])} after the last "
+                               "burst, "
                                f"at {cost if cost is None else round(cost, 2)}x the "
                                "replica-seconds")}}
     for run in (result, flap):
@@ -134,6 +135,10 @@ def test_hysteresis_holds_through_bursts_and_still_drains(lagscale_run, lagscale
         result.check("replica-seconds over the short window's (measured)", cost, None, True),
     ]
     assert all(verdicts), f"hysteresis {fig}; short window {flap_fig}; see {result.benchmark_path}"
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else f"{value:.0f} s"
 
 
 def _window(result: Any) -> float | None:
