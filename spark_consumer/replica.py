@@ -41,6 +41,8 @@ from .store import ParquetStore
 from .trigger import MicroBatch, MicroBatchTrigger, TriggerSettings
 
 EXIT_OK, EXIT_FAILED = 0, 1
+PENDING_RETRY_S = 1.0
+"""Seconds between retries of pending offsets while no batch arrives (idle partitions)."""
 
 
 def _make_consumer(config: dict[str, Any]) -> GroupConsumer:
@@ -186,6 +188,7 @@ class Replica:
                    processor: BatchProcessor, committer: OffsetCommitter) -> int:
         """Poll slices and run the batches the trigger hands out until stopped or failed."""
         probe = self._probe(consumer)
+        retry_at_s = 0.0
         while not self.stop_requested.is_set() and self._fatal is None:
             batch = trigger.poll()
             if probe is not None and self.handler is not None and not self.handler.joined:
@@ -193,6 +196,12 @@ class Replica:
                     self.handler.mark_joined(via="describe_group")
             if batch is not None and not self._run_batch(batch, processor, committer):
                 return EXIT_FAILED
+            if batch is None and committer.pending and self.p.clock.now() >= retry_at_s:
+                # A commit that failed in a rebalance (ILLEGAL_GENERATION) of partitions this
+                # member kept: with no next batch to carry its retry, the group's lag would
+                # stay at the uncommitted tail for good.
+                committer.commit({}, 0)
+                retry_at_s = self.p.clock.now() + PENDING_RETRY_S
         if self._fatal is not None:
             self.p.events.emit("error", where="kafka", error=self._fatal)
             return EXIT_FAILED

@@ -183,3 +183,24 @@ def test_http_routes(tmp_path, path: str, status: str) -> None:
                      "rebalances_total", "rebalance_duration_seconds_bucket",
                      "assigned_partitions", "replica_ready"):
             assert f"\n{name}" in text or text.startswith(name), name
+
+
+def test_a_commit_failed_in_a_rebalance_is_retried_while_no_batch_arrives(tmp_path) -> None:
+    # The last batch's commit fails (ILLEGAL_GENERATION in a rebalance) and no record follows:
+    # the replica retries the pending offsets from its idle polls, not only at close.
+    consumer = FakeConsumer(partitions=[0], batches=[messages([(0, 0), (0, 1), (0, 2)])],
+                            fail_commits=1)
+    replica = _replica(tmp_path, consumer, FakeClock())
+    seen: list[list[dict[int, int]]] = []
+
+    def hook(c: FakeConsumer) -> None:
+        if c.consumed == 8:
+            seen.append(list(c.commits))
+            replica._on_signal(signal.SIGTERM, None)
+
+    consumer.on_consume = hook
+    assert replica.run() == 0
+    assert seen == [[{0: 3}]]  # committed before the SIGTERM, by an idle retry
+    assert consumer.commits == [{0: 3}]
+    names = [e["event"] for e in read_events(tmp_path / "events.jsonl")]
+    assert names.count("commit_failed") == 1
