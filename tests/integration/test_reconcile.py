@@ -14,6 +14,7 @@ import pytest
 
 from pytest_lagscale.analyze import reconcile, reconcile_arrow
 from pytest_lagscale.analyze.local_spark import LocalSpark
+from pytest_lagscale.analyze.reconcile_worker import shared_pid
 from pytest_lagscale.errors import LagscaleError
 from tests.unit.analyze.test_reconcile import CASES, Case, build, counts, random_store
 
@@ -26,9 +27,16 @@ pytest.importorskip("pyspark", reason="pyspark missing: pip install 'pytest-lags
 
 
 def _java_children() -> list[str]:
-    """Spark JVMs (py4j gateways) below this process; the session's broker JVM is not one."""
+    """Spark JVMs (py4j gateways) below this process; the session's broker JVM is not one, nor
+    is the session's reconcile worker's (``reconcile_worker``, started by an earlier run)."""
+    worker = set()
+    if shared_pid() is not None:
+        try:
+            worker = {c.pid for c in psutil.Process(shared_pid()).children(recursive=True)}
+        except psutil.Error:
+            pass
     return [" ".join(c.cmdline())[:120] for c in psutil.Process().children(recursive=True)
-            if c.is_running() and c.status() != psutil.STATUS_ZOMBIE
+            if c.pid not in worker and c.is_running() and c.status() != psutil.STATUS_ZOMBIE
             and "java" in c.name() and "org.apache.spark" in " ".join(c.cmdline())]
 
 
