@@ -81,16 +81,7 @@ def parse_settle_timeout(value: str) -> float:
     Raises:
         argparse.ArgumentTypeError: not a number in range.
     """
-    allowed = f"seconds in [0, {MAX_SETTLE_TIMEOUT_S:g}]"
-    try:
-        seconds = float(str(value).strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--settle-timeout: {value!r} is not a number; allowed: {allowed}") from None
-    if not 0 <= seconds <= MAX_SETTLE_TIMEOUT_S:
-        raise argparse.ArgumentTypeError(
-            f"--settle-timeout: {seconds!r} is out of range; allowed: {allowed}")
-    return seconds
+    return _seconds("--settle-timeout", value, 0.0, MAX_SETTLE_TIMEOUT_S)
 
 
 def parse_drain_slo(value: str) -> float:
@@ -99,15 +90,20 @@ def parse_drain_slo(value: str) -> float:
     Raises:
         argparse.ArgumentTypeError: not a number in range.
     """
-    allowed = f"seconds in [1, {MAX_DRAIN_SLO_S:g}]"
+    return _seconds("--drain-slo", value, 1.0, MAX_DRAIN_SLO_S)
+
+
+def _seconds(flag: str, value: str, low: float, high: float) -> float:
+    """``value`` as seconds in ``[low, high]``; argparse.ArgumentTypeError naming ``flag``."""
+    allowed = f"seconds in [{low:g}, {high:g}]"
     try:
         seconds = float(str(value).strip())
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--drain-slo: {value!r} is not a number; allowed: {allowed}") from None
-    if not 1 <= seconds <= MAX_DRAIN_SLO_S:
+            f"{flag}: {value!r} is not a number; allowed: {allowed}") from None
+    if not low <= seconds <= high:
         raise argparse.ArgumentTypeError(
-            f"--drain-slo: {seconds!r} is out of range; allowed: {allowed}")
+            f"{flag}: {seconds!r} is out of range; allowed: {allowed}")
     return seconds
 
 
