@@ -4,7 +4,8 @@ The command's options are :data:`pytest_lagscale.options.RUN_OPTIONS`, the same 
 pytest plugin registers (without the ``lagscale-`` prefix), turned into click options here. Bad
 input exits 2 before anything starts; Ctrl-C, SIGTERM or SIGHUP stops every process of the run
 (exit 130); a finished run prints the summary table, the run directory and its artifacts; a
-regression against ``--baseline`` exits 1.
+regression against ``--baseline`` exits 1, and so does a run that missed ``--drain-slo`` (when
+given: ``drain_time_s <= SLO`` is recorded as an assertion in its benchmark JSON).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def _run(**values: Any) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
         regressed |= _compare(result, values.get("lagscale_baseline"), console)
+        regressed |= _check_drain_slo(result, values.get("drain_slo_s"), console)
     if regressed:
         raise typer.Exit(EXIT_REGRESSION)
 
@@ -115,6 +117,20 @@ def _run_one(plan: Any, console: Any) -> Any:
         if result.artifacts.get(name):
             console.print(f"{name}: {result.artifacts[name]}", highlight=False, soft_wrap=True)
     return result
+
+
+def _check_drain_slo(result: Any, drain_slo_s: float | None, console: Any) -> bool:
+    """With ``--drain-slo``: record ``drain_time_s <= SLO`` in the run's benchmark JSON and
+    print the verdict; True = missed (no drain measured counts as a miss)."""
+    if drain_slo_s is None:
+        return False
+    drain = result.metrics.get("drain_time_s")
+    met = drain is not None and drain <= drain_slo_s
+    result.check(f"drain_time_s <= {drain_slo_s:g}", drain, drain_slo_s, met)
+    measured = "no drain measured" if drain is None else f"drain {drain:.1f} s"
+    console.print(f"drain SLO {drain_slo_s:g} s: {'met' if met else '[bold red]missed[/]'} "
+                  f"({measured})", highlight=False)
+    return not met
 
 
 def _compare(result: Any, baseline: str | None, console: Any) -> bool:

@@ -31,3 +31,37 @@ def test_drain_slo_rejects_naming_the_value_and_range(text: str, message: str) -
 def test_drain_slo_is_no_run_setting() -> None:
     assert OPTIONS_BY_DEST["drain_slo_s"].field is None
     assert settings_from_options({"drain_slo_s": 30.0}) == settings_from_options({})
+
+
+@pytest.mark.parametrize("slo, missed, verdict", [(3600.0, False, "pass"), (1.0, True, "fail")])
+def test_lagscale_run_records_the_drain_slo_and_a_miss_is_a_failure(
+        tmp_path, slo: float, missed: bool, verdict: str) -> None:
+    from rich.console import Console
+
+    from pytest_lagscale.experiment.cli import _check_drain_slo
+    from pytest_lagscale.report import benchjson
+
+    from .experiment.test_result import _result
+
+    result = _result(tmp_path)
+    drain = result.metrics["drain_time_s"]
+    assert drain is not None and 1.0 < drain < 3600.0
+    console = Console(record=True, width=120)
+    assert _check_drain_slo(result, slo, console) is missed
+    assert benchjson.load(result.benchmark_path)["assertions"] == [
+        {"name": f"drain_time_s <= {slo:g}", "threshold": slo, "value": drain,
+         "verdict": verdict}]
+    assert console.export_text().strip() == (
+        f"drain SLO {slo:g} s: {'missed' if missed else 'met'} (drain {drain:.1f} s)")
+
+
+def test_lagscale_run_without_drain_slo_checks_nothing(tmp_path) -> None:
+    from rich.console import Console
+
+    from pytest_lagscale.experiment.cli import _check_drain_slo
+
+    from .experiment.test_result import _result
+
+    result = _result(tmp_path)
+    assert _check_drain_slo(result, None, Console(record=True)) is False
+    assert result.assertions == []
