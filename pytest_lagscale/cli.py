@@ -64,6 +64,7 @@ from .load import cli as _load_cli  # noqa: E402,F401  (registers `produce`)
 from .experiment import cli as _experiment_cli  # noqa: E402,F401  (registers `run`)
 from .report import cli as _report_cli  # noqa: E402,F401  (registers `compare`)
 from .report import findings_cli as _findings_cli  # noqa: E402,F401  (registers `report`)
+from .report import baseline_cli as _baseline_cli  # noqa: E402,F401  (registers `baseline`)
 
 
 def main() -> None:

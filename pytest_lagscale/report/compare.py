@@ -16,7 +16,7 @@ from typing import Any, Mapping, Protocol
 from ..errors import RegressionError
 
 LOWER, HIGHER = "lower_is_better", "higher_is_better"
-STATUSES = ("regression", "improvement", "within_tolerance", "missing", "new")
+STATUSES = ("regression", "improvement", "within_tolerance", "missing", "new", "ungated")
 
 
 class RegressionCheck(Protocol):
@@ -77,7 +77,9 @@ class Row:
     """One metric of a comparison; ``baseline``/``current`` are None when absent or unmeasured.
 
     ``change`` is (current - baseline) / |baseline| (None when not computable); ``status`` is
-    one of :data:`STATUSES`; ``reason`` is the failing check's line, or None.
+    one of :data:`STATUSES` (``ungated``: the baseline's value is None, so any current value
+    passes; ``missing``: the current run lacks a metric the baseline has); ``reason`` is the
+    failing check's line, or None.
     """
 
     metric: str
@@ -119,9 +121,11 @@ def _row(name: str, base: Mapping[str, Any], cur: Mapping[str, Any] | None,
     unit, direction = base.get("unit", ""), base["direction"]
     b = base.get("value")
     c = None if cur is None else cur.get("value")
-    if b is None or c is None:
+    if b is None:   # the baseline does not gate it (unmeasured there, or no tolerance fits)
+        return Row(name, unit, direction, b, c, None, "ungated")
+    if c is None:
         reason = (f"{name}: absent from the current run (baseline {_with_unit(b, unit)})"
-                  if c is None and b is not None and missing_fails else None)
+                  if missing_fails else None)
         return Row(name, unit, direction, b, c, None, "missing", reason)
     reason = check.fails(float(b), float(c))
     change = (c - b) / abs(b) if b else None
@@ -184,7 +188,8 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-_STYLES = {"regression": "bold red", "improvement": "green", "missing": "yellow"}
+_STYLES = {"regression": "bold red", "improvement": "green", "missing": "yellow",
+           "ungated": "dim"}
 
 
 def render_comparison(comparison: Comparison,

@@ -1,0 +1,256 @@
+"""Committed baselines for the CI gate: one document per run label, its tolerances from the
+spread of repeated runs.
+
+A baseline is a schema-1 benchmark document (:mod:`.benchjson`), so ``lagscale compare`` and
+``--lagscale-baseline`` read it like any run, plus a ``baseline`` section saying where it came
+from: the samples (commit, time, path), the rule below and each metric's spread.
+
+The rule (:func:`derive_baseline`), per metric over the ``n`` samples of one label:
+
+* value: the median. A metric that some sample did not measure (None) has value None and is
+  not gated; so has a metric whose median is 0 (a relative tolerance cannot express noise
+  around 0), except the exact counts below, whose baseline is then their worst sample.
+* deviation: ``max |x - median| / |median|``, the largest relative distance of a sample from
+  the value, in either direction (a later run may land on either side).
+* tolerance: ``max(floor, margin x deviation)`` rounded up to a multiple of 0.05. The exact
+  counts (:data:`EXACT`: lost, duplicated and produced records) get no floor: equal in every
+  sample, any change fails.
+* :data:`GATED_2X` (reaction time, drain time, replica-seconds) must catch a doubling, so
+  their tolerance is capped at :data:`MAX_GATED_TOLERANCE`; a cap is recorded
+  (``baseline.capped``) and shown in the tolerance table, because it means the machine's noise
+  alone may fail the gate.
+
+:func:`render_tolerances` draws the table documented beside the baselines
+(``TOLERANCES.md``); ``lagscale baseline update`` (:mod:`.baseline_cli`) writes both.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import ConfigError
+
+#: Metrics whose doubling the gate must catch (the issue's reaction, drain, replica-seconds).
+GATED_2X = ("reaction_time_s", "drain_time_s", "replica_seconds")
+#: The largest tolerance of a :data:`GATED_2X` metric: below 1.0, so 2x the value fails.
+MAX_GATED_TOLERANCE = 0.9
+#: Counts that are exact when the pipeline is right: no floor, equal samples allow no change.
+EXACT = ("lost_records", "duplicated_records", "produced_records")
+DEFAULT_FLOOR = 0.25
+DEFAULT_MARGIN = 2.0
+STEP = 0.05
+TOLERANCES_FILE = "TOLERANCES.md"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How tolerances follow from the spread: ``floor`` and ``margin`` (see module doc).
+
+    Raises:
+        ValueError: ``floor`` outside [0, 5] or ``margin`` outside [1, 10].
+    """
+
+    floor: float = DEFAULT_FLOOR
+    margin: float = DEFAULT_MARGIN
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.floor <= 5.0:
+            raise ValueError(f"floor: {self.floor!r} is outside [0, 5] (a fraction of the value)")
+        if not 1.0 <= self.margin <= 10.0:
+            raise ValueError(f"margin: {self.margin!r} is outside [1, 10] (x the deviation)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": "median", "floor": self.floor, "margin": self.margin, "step": STEP,
+                "exact": list(EXACT), "gated_2x": list(GATED_2X),
+                "max_gated_tolerance": MAX_GATED_TOLERANCE}
+
+
+def _round_up(value: float) -> float:
+    return round(math.ceil(value / STEP - 1e-9) * STEP, 2)
+
+
+def metric_baseline(name: str, values: Sequence[float | None], direction: str,
+                    rule: Rule = Rule()) -> tuple[float | None, float, dict[str, Any]]:
+    """One metric's baseline value, tolerance and spread from its samples' values.
+
+    ``direction`` is the metric's (``lower_is_better``/``higher_is_better``): it picks the
+    worst sample of an exact count whose median is 0.
+
+    Returns:
+        ``(value, tolerance, spread)``; ``spread`` holds ``n``, ``min``, ``median``, ``max``,
+        ``deviation`` (None when not computable), ``note`` (why it is not gated, or None) and
+        ``capped`` (the uncapped tolerance when :data:`MAX_GATED_TOLERANCE` applied, else None).
+
+    Raises:
+        ValueError: ``values`` is empty.
+    """
+    if not values:
+        raise ValueError(f"{name}: no samples")
+    spread: dict[str, Any] = {"n": len(values), "min": None, "median": None, "max": None,
+                              "deviation": None, "note": None, "capped": None}
+    measured = [float(v) for v in values if v is not None]
+    if len(measured) < len(values):
+        spread["note"] = f"measured in {len(measured)} of {len(values)} samples"
+        return None, 0.0, spread
+    median = statistics.median(measured)
+    spread.update(min=min(measured), median=median, max=max(measured))
+    if median == 0:
+        if name not in EXACT:
+            spread["note"] = "median 0: a relative tolerance cannot express noise around 0"
+            return None, 0.0, spread
+        spread["deviation"] = None if any(measured) else 0.0
+        worst = max(measured) if direction == "lower_is_better" else min(measured)
+        return worst, 0.0, spread
+    deviation = max(abs(x - median) for x in measured) / abs(median)
+    spread["deviation"] = deviation
+    if name in EXACT and deviation == 0:
+        return median, 0.0, spread
+    tolerance = _round_up(max(rule.floor, rule.margin * deviation))
+    if name in GATED_2X and tolerance > MAX_GATED_TOLERANCE:
+        spread["capped"] = tolerance
+        tolerance = MAX_GATED_TOLERANCE
+    return median, tolerance, spread
+
+
+def _same_inputs(label: str, docs: Sequence[Mapping[str, Any]]) -> None:
+    first = docs[0]["inputs"]
+    for doc in docs[1:]:
+        diff = sorted(k for k in set(first) | set(doc["inputs"])
+                      if first.get(k) != doc["inputs"].get(k))
+        if diff:
+            raise ConfigError(f"{label}: the samples' inputs differ in {diff!r}; a baseline "
+                              "holds runs of one setup (same profile, policy, versions, broker)")
+
+
+def derive_baseline(label: str, samples: Sequence[tuple[Path, Mapping[str, Any]]],
+                    rule: Rule = Rule()) -> dict[str, Any]:
+    """The baseline document of one run label from its samples (path, loaded document).
+
+    Metrics are those of the first sample (a metric absent from another sample counts as
+    unmeasured there). ``inputs``, ``machine_info`` and ``run`` come from the first sample;
+    ``datetime`` and ``commit_info`` from the newest.
+
+    Raises:
+        ConfigError: no samples, or the samples' inputs differ.
+    """
+    if not samples:
+        raise ConfigError(f"{label}: no samples")
+    docs = [doc for _, doc in samples]
+    _same_inputs(label, docs)
+    first = docs[0]
+    newest = max(docs, key=lambda d: d["datetime"])
+    metrics, spread, capped = {}, {}, {}
+    for name, entry in first["metrics"].items():
+        values = [(doc["metrics"].get(name) or {}).get("value") for doc in docs]
+        value, tolerance, metric_spread = metric_baseline(name, values, entry["direction"],
+                                                          rule)
+        metrics[name] = {"value": value, "unit": entry.get("unit", ""),
+                         "direction": entry["direction"], "tolerance": tolerance}
+        spread[name] = metric_spread
+        if metric_spread["capped"] is not None:
+            capped[name] = metric_spread["capped"]
+    return {
+        "schema_version": first["schema_version"],
+        "lagscale_version": newest.get("lagscale_version"),
+        "datetime": newest["datetime"],
+        "machine_info": first["machine_info"],
+        "commit_info": newest["commit_info"],
+        "inputs": first["inputs"],
+        "run": {"label": label, **{k: v for k, v in (first.get("run") or {}).items()
+                                   if k in ("topic", "group", "lag_threshold", "min_replicas",
+                                            "max_replicas", "graceful_drain", "policy_kind")}},
+        "metrics": metrics,
+        "assertions": [],
+        "artifacts": {},
+        "baseline": {
+            "label": label,
+            "samples": [{"path": str(path), "commit": doc["commit_info"].get("id"),
+                         "dirty": bool(doc["commit_info"].get("dirty")),
+                         "datetime": doc["datetime"]} for path, doc in samples],
+            "rule": rule.to_dict(),
+            "spread": spread,
+            "capped": capped,
+        },
+    }
+
+
+def group_by_label(runs: Iterable[Any]) -> dict[str, list[tuple[Path, Mapping[str, Any]]]]:
+    """Runs (objects with ``label``, ``path``, ``doc``, as ``findings.RunDoc``) grouped by
+    label, in first-seen order, each group oldest first."""
+    groups: dict[str, list[tuple[Path, Mapping[str, Any]]]] = {}
+    for run in runs:
+        groups.setdefault(run.label, []).append((run.path, run.doc))
+    return {label: sorted(group, key=lambda s: s[1]["datetime"])
+            for label, group in groups.items()}
+
+
+def catches_doubling(entry: Mapping[str, Any]) -> bool:
+    """Whether a metric entry's tolerance fails a run 2x worse than its value: twice the value
+    when lower is better (tolerance < 100 %), half when higher is (tolerance < 50 %)."""
+    if entry.get("value") is None:
+        return False
+    limit = 1.0 if entry["direction"] == "lower_is_better" else 0.5
+    return float(entry["tolerance"]) < limit
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def render_tolerances(baselines: Mapping[str, Mapping[str, Any]]) -> str:
+    """``TOLERANCES.md``: per label, the samples and one row per metric (unit, better, min,
+    median, max, deviation, tolerance, note), with what 2x of the gated metrics would do."""
+    lines = ["# Baseline tolerances", "",
+             "Generated by `lagscale baseline update`; do not edit by hand. Each baseline's value "
+             "is the median of its samples; its tolerance is `max(floor, margin x deviation)` "
+             "rounded up to 0.05, where deviation is the largest relative distance of a sample "
+             "from the median (see `pytest_lagscale/report/baselines.py`).", ""]
+    for label in sorted(baselines):
+        doc = baselines[label]
+        info = doc.get("baseline") or {}
+        rule = info.get("rule") or {}
+        samples = info.get("samples") or []
+        versions = (doc.get("inputs") or {}).get("versions") or {}
+        machine = doc.get("machine_info") or {}
+        lines += [f"## {label}", "",
+                  f"{len(samples)} sample(s): "
+                  + ", ".join(f"`{s.get('commit')}` {s.get('datetime')}" for s in samples)
+                  + f". Floor {rule.get('floor')}, margin {rule.get('margin')}. Machine: "
+                  f"{machine.get('cpu_count')} CPUs, {machine.get('system')} "
+                  f"{machine.get('release')}. Versions: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".", "",
+                  "| metric | unit | better | min | median | max | deviation | tolerance | "
+                  "2x worse fails | note |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---|---|"]
+        spreads = info.get("spread") or {}
+        unmeasured = []
+        for name, entry in doc["metrics"].items():
+            sp = spreads.get(name) or {}
+            if sp.get("min") is None and sp.get("note"):
+                unmeasured.append(name)
+                continue
+            note = sp.get("note") or ""
+            if sp.get("capped") is not None:
+                note = (f"capped from {sp['capped']:g}: the spread alone may fail the gate"
+                        + (f"; {note}" if note else ""))
+            better = "lower" if entry["direction"] == "lower_is_better" else "higher"
+            gated = entry.get("value") is not None
+            caught = ("-" if not gated else "yes" if catches_doubling(entry) else "no")
+            tolerance = f"{entry['tolerance']:.0%}" if gated else "not gated"
+            dev = sp.get("deviation")
+            lines.append(f"| {name}{' **(2x)**' if name in GATED_2X else ''} | "
+                         f"{entry.get('unit', '')} | {better} | {_fmt(sp.get('min'))} | "
+                         f"{_fmt(sp.get('median'))} | {_fmt(sp.get('max'))} | "
+                         f"{'-' if dev is None else f'{dev:.1%}'} | {tolerance} | {caught} | "
+                         f"{note} |")
+        if unmeasured:
+            lines += ["", "Not gated, not measured in every sample: "
+                      + ", ".join(f"`{name}`" for name in unmeasured) + "."]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,164 @@
+"""Baselines from repeated runs: the median and tolerances from the spread
+(``report/baselines.py``), and ``lagscale baseline update``."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pytest_lagscale.cli import app
+from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.report import benchjson
+from pytest_lagscale.report.baselines import (MAX_GATED_TOLERANCE, Rule, catches_doubling,
+                                              derive_baseline, metric_baseline,
+                                              render_tolerances)
+from pytest_lagscale.report.compare import compare_documents
+
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
+SPIKE = GOLDEN / "20261123T012454Z-spike-ci" / "benchmark.json"
+LOWER, HIGHER = "lower_is_better", "higher_is_better"
+
+
+@pytest.mark.parametrize("name, values, direction, expected", [
+    pytest.param("drain_time_s", [50.0, 60.0, 40.0], LOWER, (50.0, 0.4), id="margin-x-deviation"),
+    pytest.param("drain_time_s", [50.0, 51.0, 50.0], LOWER, (50.0, 0.25), id="floor"),
+    pytest.param("peak_lag_records", [10.0, 30.0, 20.0], LOWER, (20.0, 1.0),
+                 id="not-gated-2x-may-exceed-1"),
+    pytest.param("lost_records", [0.0, 0.0, 0.0], LOWER, (0.0, 0.0), id="exact-zero"),
+    pytest.param("produced_records", [9.0, 9.0, 9.0], HIGHER, (9.0, 0.0), id="exact-equal"),
+    pytest.param("duplicated_records", [0.0, 0.0, 12.0], LOWER, (12.0, 0.0),
+                 id="exact-around-0-keeps-the-worst"),
+    pytest.param("duplicated_records", [100.0, 120.0, 110.0], LOWER, (110.0, 0.25),
+                 id="exact-that-varies-gets-a-spread"),
+    pytest.param("max_dip", [0.0, 0.0, 0.3], LOWER, (None, 0.0), id="median-0-not-gated"),
+    pytest.param("max_dip", [0.0, 0.0, 0.0], LOWER, (None, 0.0), id="all-0-not-gated"),
+    pytest.param("reaction_time_s", [20.0, None, 22.0], LOWER, (None, 0.0),
+                 id="unmeasured-once-not-gated"),
+])
+def test_metric_baseline(name, values, direction, expected) -> None:
+    value, tolerance, spread = metric_baseline(name, values, direction)
+    assert (value, tolerance) == expected
+    assert spread["n"] == len(values)
+
+
+def test_a_gated_metric_is_capped_below_a_doubling_and_the_cap_recorded() -> None:
+    value, tolerance, spread = metric_baseline("reaction_time_s", [10.0, 30.0, 16.0], LOWER)
+    assert (value, tolerance) == (16.0, MAX_GATED_TOLERANCE)
+    assert spread["capped"] == 1.75
+    assert spread["deviation"] == pytest.approx(14 / 16)
+
+
+def test_rule_ranges_name_the_field() -> None:
+    with pytest.raises(ValueError, match=r"floor: -0.1 is outside \[0, 5\]"):
+        Rule(floor=-0.1)
+    with pytest.raises(ValueError, match=r"margin: 0.5 is outside \[1, 10\]"):
+        Rule(margin=0.5)
+
+
+def _sample(doc: dict, **values: float | None) -> dict:
+    out = copy.deepcopy(doc)
+    for name, value in values.items():
+        out["metrics"][name]["value"] = value
+    return out
+
+
+def test_derive_baseline_is_a_benchmark_document_its_samples_pass() -> None:
+    doc = benchjson.load(SPIKE)
+    samples = [(Path(f"s{i}/benchmark.json"), _sample(doc, reaction_time_s=r, drain_time_s=d))
+               for i, (r, d) in enumerate([(25.0, 50.0), (28.0, 60.0), (22.0, 52.0)])]
+    base = derive_baseline("spike-ci", samples)
+    benchjson.upgrade(copy.deepcopy(base))          # a valid schema-1 document
+    assert base["metrics"]["reaction_time_s"]["value"] == 25.0
+    assert base["metrics"]["drain_time_s"] == {"value": 52.0, "unit": "s",
+                                               "direction": LOWER, "tolerance": 0.35}
+    assert [s["path"] for s in base["baseline"]["samples"]] == [
+        "s0/benchmark.json", "s1/benchmark.json", "s2/benchmark.json"]
+    assert base["baseline"]["spread"]["drain_time_s"]["max"] == 60.0
+    for _, sample in samples:
+        assert compare_documents(base, sample).verdict == "pass"
+    doubled = _sample(doc, reaction_time_s=50.0, drain_time_s=104.0)
+    failed = {row.metric for row in compare_documents(base, doubled).failures}
+    assert {"reaction_time_s", "drain_time_s"} <= failed
+
+
+def test_samples_with_different_inputs_are_refused() -> None:
+    doc = benchjson.load(SPIKE)
+    other = copy.deepcopy(doc)
+    other["inputs"]["partitions"] = 16
+    with pytest.raises(ConfigError, match=r"spike-ci: the samples' inputs differ in "
+                                          r"\['partitions'\]"):
+        derive_baseline("spike-ci", [(SPIKE, doc), (SPIKE, other)])
+
+
+def test_catches_doubling_by_direction() -> None:
+    assert catches_doubling({"value": 1.0, "direction": LOWER, "tolerance": 0.9})
+    assert not catches_doubling({"value": 1.0, "direction": LOWER, "tolerance": 1.0})
+    assert not catches_doubling({"value": 1.0, "direction": HIGHER, "tolerance": 0.5})
+    assert not catches_doubling({"value": None, "direction": LOWER, "tolerance": 0.1})
+
+
+def test_render_tolerances_lists_gated_rows_and_unmeasured_metrics() -> None:
+    doc = benchjson.load(SPIKE)
+    base = derive_baseline("spike-ci", [(SPIKE, doc), (SPIKE, _sample(doc, max_dip=None))])
+    text = render_tolerances({"spike-ci": base})
+    assert "## spike-ci" in text
+    assert "| reaction_time_s **(2x)** | s | lower |" in text
+    assert "Not gated, not measured in every sample: " in text and "`max_dip`" in text
+
+
+# -- lagscale baseline update -------------------------------------------------------------------
+def _update(*args: str | Path):
+    return CliRunner().invoke(app, ["baseline", "update", *map(str, args)])
+
+
+def _runs_folder(tmp_path: Path, drains: list[float]) -> Path:
+    folder = tmp_path / "lagscale-runs"
+    doc = benchjson.load(SPIKE)
+    for i, drain in enumerate(drains):
+        run = folder / f"2026010{i}T000000Z-spike-ci"
+        run.mkdir(parents=True)
+        sample = _sample(doc, drain_time_s=drain)
+        sample["datetime"] = f"2026-01-0{i + 1}T00:00:00+00:00"
+        (run / "benchmark.json").write_text(json.dumps(sample))
+    return folder
+
+
+def test_update_writes_a_baseline_per_label_and_the_tolerance_table(tmp_path: Path) -> None:
+    out = tmp_path / "baselines"
+    result = _update(_runs_folder(tmp_path, [50.0, 55.0, 45.0]), "--out", out)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["TOLERANCES.md", "spike-ci.json"]
+    base = benchjson.load(out / "spike-ci.json")
+    assert base["metrics"]["drain_time_s"]["tolerance"] == 0.25
+    assert len(base["baseline"]["samples"]) == 3
+    assert f"spike-ci: 3 sample(s) -> {out / 'spike-ci.json'}" in result.output
+    assert (out / "TOLERANCES.md").read_text() == render_tolerances({"spike-ci": base})
+
+
+def test_update_warns_below_three_samples(tmp_path: Path) -> None:
+    result = _update(_runs_folder(tmp_path, [50.0]), "--out", tmp_path / "b")
+    assert result.exit_code == 0
+    assert "warning: spike-ci: 1 sample(s); tolerances from fewer than 3 runs" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--floor", "7"], "error: --floor: 7.0 is outside [0, 5]"),
+    (["--margin", "0"], "error: --margin: 0.0 is outside [1, 10]"),
+    (["--label", "nope"], "error: --label: ['nope'] not among the samples' labels"),
+])
+def test_update_bad_options_exit_2_and_write_nothing(tmp_path: Path, args, message) -> None:
+    out = tmp_path / "b"
+    result = _update(_runs_folder(tmp_path, [50.0]), "--out", out, *args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not out.exists()
+
+
+def test_update_a_missing_sample_exits_2(tmp_path: Path) -> None:
+    result = _update(tmp_path / "nope", "--out", tmp_path / "b")
+    assert result.exit_code == 2
+    assert f"error: SAMPLE: {str(tmp_path / 'nope')!r} does not exist" in result.output
