@@ -1,0 +1,188 @@
+"""Drive the REAL scaling policy on the twin's clock and record the run's two tables.
+
+:func:`drive` plays one run on a :class:`~.world.World`: the Deployment starts at
+minReplicaCount ``DEPLOY_LEAD_S`` before the load; the policy (built by
+``pytest_lagscale.config.policy.build_policy``, any :class:`~pytest_lagscale.control.policy.base.
+ScalingPolicy`) makes its first decision at ``-(AUTOSCALE_LEAD_S + controller phase)`` seconds,
+which starts its own poll/sync schedule; from then on, every tick, ``policy.due(now_s)`` and
+``policy.decide(Observation, now_s)`` run exactly as in
+:class:`pytest_lagscale.platform.autoscaler.LocalAutoscaler` (same observation: ``spec.replicas``,
+offsets, pods that exist, ready pods; same events: each step under its name with
+``ready_replicas``, plus ``decision`` when the count changed, and the Deployment scaled).
+
+The producer's events (``load_start``, ``phase``, ``spike_start``, ``spike_end``, ``load_end``)
+are written at their scheduled times and the runner's ``run_phase`` marks at the twin's phases.
+After the load, the run settles (total lag <= the reference lagThreshold, minReplicaCount live
+replicas, nothing in flight) or gives up after ``settle_timeout_s``.
+
+The timeline has the columns of :mod:`pytest_lagscale.analyze.tables`, one row per 1 s bucket
+``[t_s, t_s + 1)`` from 0: gauges at the bucket start, rates over the bucket.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analyze.tables import TIMELINE_COLUMNS
+from ..control.observation import Observation
+from ..load.schedule import Step
+from .world import World
+
+#: Seconds before the load at which the Deployment starts (minReplicaCount replicas).
+DEPLOY_LEAD_S = 20.0
+#: Seconds before the load at which the autoscaler makes its first decision (plus the phase).
+AUTOSCALE_LEAD_S = 6.0
+
+
+@dataclass(frozen=True)
+class DriveInputs:
+    """What :func:`drive` needs besides the world and the policy.
+
+    Attributes:
+        schedule: the profile's steps (seconds, records/s, labels).
+        spike: ``(start_s, end_s)`` of the spike, or None.
+        min_replicas: minReplicaCount (at least 1).
+        reference_lag_threshold: records; the settle condition's lag.
+        settle_timeout_s: most seconds to wait after the load for the run to settle.
+    """
+
+    schedule: tuple[Step, ...]
+    spike: tuple[float, float] | None
+    min_replicas: int
+    reference_lag_threshold: int
+    settle_timeout_s: float = 300.0
+
+
+class _Timeline:
+    """Accumulates the timeline's 1 s buckets."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+        self.consumed = 0.0
+        self.produced_at_start = 0
+
+    def open(self, t: float, world: World, desired: int) -> None:
+        self.rows.append({"t_s": t, "total_lag": world.total_lag, "desired_replicas": desired,
+                          "current_replicas": world.spec_replicas,
+                          "ready_replicas": world.ready_replicas})
+        self.consumed = 0.0
+        self.produced_at_start = int(world.log_end.sum())
+
+    def close(self, world: World) -> None:
+        if self.rows:
+            self.rows[-1]["consume_rate_per_s"] = round(self.consumed, 3)
+            self.rows[-1]["produce_rate_per_s"] = float(int(world.log_end.sum())
+                                                        - self.produced_at_start)
+
+    def table(self) -> pd.DataFrame:
+        table = pd.DataFrame(self.rows, columns=list(TIMELINE_COLUMNS))
+        return table.dropna().astype(TIMELINE_COLUMNS).reset_index(drop=True)
+
+
+def _producer_events(world: World, inputs: DriveInputs) -> list[tuple[float, str, dict]]:
+    marks: list[tuple[float, str, dict]] = [(0.0, "load_start", {"scheduled_s": 0.0})]
+    for step in inputs.schedule:
+        marks.append((step.start_s, "phase", {"scheduled_s": step.start_s, "label": step.label,
+                                               "rate_per_s": step.rate_per_s}))
+    if inputs.spike is not None:
+        marks.append((inputs.spike[0], "spike_start", {"scheduled_s": inputs.spike[0]}))
+        marks.append((inputs.spike[1], "spike_end", {"scheduled_s": inputs.spike[1]}))
+    end = inputs.schedule[-1].end_s
+    marks.append((end, "load_end", {"scheduled_s": end}))
+    return sorted(marks, key=lambda m: m[0])
+
+
+class _Controller:
+    """The autoscaler's step, as :class:`~pytest_lagscale.platform.autoscaler.LocalAutoscaler`."""
+
+    def __init__(self, policy: Any, world: World):
+        self.policy, self.world = policy, world
+        self.desired = world.spec_replicas
+        self.decisions = 0
+
+    def step(self, now_s: float) -> None:
+        w = self.world
+        if not self.policy.due(now_s):
+            return
+        live = w.live()
+        observation = Observation(current_replicas=w.spec_replicas,
+                                  offsets=w.offsets() if self.policy.needs_lag else None,
+                                  status_replicas=len(live), ready_replicas=w.ready_replicas)
+        decision = self.policy.decide(observation, now_s)
+        for step in decision.steps:
+            record = dataclasses.asdict(step)
+            event = record.pop("event")
+            w.events.emit(now_s, "controller", event, **record,
+                          ready_replicas=w.ready_replicas)
+            if step.sets_desired_replicas:
+                self.desired = step.replicas_after
+            if step.replicas_after != step.replicas_before:
+                self.decisions += 1
+                w.events.emit(now_s, "controller", "decision", via=event,
+                              desired_replicas=step.replicas_after,
+                              current_replicas=step.replicas_before)
+                w.scale(step.replicas_after, now_s)
+
+
+def _settled(world: World, inputs: DriveInputs) -> bool:
+    return (world.total_lag <= inputs.reference_lag_threshold
+            and world.spec_replicas == inputs.min_replicas
+            and len(world.replicas) == inputs.min_replicas and not world.in_flight()
+            and world.ready_replicas == inputs.min_replicas)
+
+
+def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame, bool]:
+    """Play one run; returns ``(timeline, settled)``; the events are in ``world.events``.
+
+    Args:
+        world: a fresh world (no replicas yet).
+        policy: a fresh ScalingPolicy (no decision made yet).
+        inputs: schedule, spike, replica floor, settle rule.
+    """
+    tick = world.tick_s
+    per_bucket = int(round(1.0 / tick))
+    k0 = -int(round(DEPLOY_LEAD_S / tick))
+    k_auto = -int(round((AUTOSCALE_LEAD_S + world.draw.controller_phase_s) / tick))
+    end = inputs.schedule[-1].end_s
+    k_end = int(math.ceil((end + inputs.settle_timeout_s) / tick))
+    marks = _producer_events(world, inputs)
+    controller = _Controller(policy, world)
+    timeline = _Timeline()
+    ev = world.events
+    ev.emit(k0 * tick, "runner", "run_phase", phase="deploy")
+    world.scale(inputs.min_replicas, k0 * tick)
+    controller.desired = inputs.min_replicas
+    settled = False
+    for k in range(k0, k_end + 1):
+        t = k * tick
+        if k == k_auto:
+            ev.emit(t, "runner", "run_phase", phase="autoscale")
+        if k >= 0 and k % per_bucket == 0:
+            timeline.close(world)
+            if t > end and _settled(world, inputs):
+                settled = True
+                break
+            timeline.open(t, world, controller.desired)
+        if k == 0:
+            ev.emit(t, "runner", "run_phase", phase="load")
+        while marks and marks[0][0] <= t + 1e-9:
+            at, name, fields = marks.pop(0)
+            ev.emit(at, "producer", name, **fields)
+            if name == "load_end":
+                ev.emit(at, "runner", "run_phase", phase="settle")
+        world.tick(k)
+        if k >= k_auto:
+            controller.step(t)
+        if k >= 0:
+            timeline.consumed += world.consumed_in_tick
+    ev.emit(k * tick, "runner", "run_phase", phase="record")
+    return timeline.table(), settled
+
+
+__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "DriveInputs", "drive"]

@@ -1,0 +1,247 @@
+"""The twin's parameters: :class:`TwinParams`, from a versioned calibration file and a Deployment.
+
+A calibration file (``pytest_lagscale/data/twin/<engine>.yaml``, ``schema_version: 1``) holds
+what depends on the engine and the machine, derived by hand from the event logs and stores of
+real runs (docs/twin.md gives each number's derivation)::
+
+    schema_version: 1
+    engine: spark
+    machine: {cores: 2, description: "..."}
+    source_runs: [20261123T051559Z-spike-ci, ...]     # run directories the numbers came from
+    processing: {per_batch_engine_s: 0.27}
+    cold_start: {alone_s: 5.5, cores: 1.68, jitter: 0.13}
+    group:
+      subscribe_s: 0.05          # engine ready -> subscribed
+      first_fetch_s: 0.45        # assigned -> first record
+      drain_s: 0.2               # SIGTERM -> revoked and left the group
+      exit_s: 1.0                # SIGTERM -> process gone (replica_stopped)
+      round_s: {eager: 0.6, cooperative: 0.6}   # classic JoinGroup+SyncGroup round
+      heartbeat_s: 1.0           # KIP-848 (balancer consumer) heartbeat interval
+
+What comes from the run's own inputs (the Deployment: per-record time, max batch, trigger
+interval, readiness probe period, balancer) is filled in by :func:`twin_params`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..config._problems import MISSING, Problems, join
+from ..config._read import load_yaml, mapping
+from ..errors import ConfigError
+
+SCHEMA_VERSION = 1
+ENGINES = ("spark", "arrow")
+#: replica ``--balancer`` -> group protocol the twin models.
+PROTOCOLS: dict[str, str] = {"range": "eager", "roundrobin": "eager",
+                             "cooperative-sticky": "cooperative", "consumer": "consumer"}
+_TOP_KEYS = ("schema_version", "engine", "machine", "source_runs", "processing", "cold_start",
+             "group")
+
+
+@dataclass(frozen=True)
+class TwinParams:
+    """Everything the twin's world needs besides the load and the policy.
+
+    Attributes:
+        engine: ``spark`` or ``arrow``.
+        per_record_ms: simulated write per record, ms (``--process-ms`` / ``--inflight``).
+        per_batch_engine_s: the engine's fixed time per micro-batch, seconds.
+        max_batch_records: most records per micro-batch (``--max-batch``).
+        trigger_interval_s: shortest time between batch starts (``--trigger-interval``), s.
+        cold_start_alone_s: replica_started -> engine ready of one replica starting alone on an
+            idle machine, seconds (CPU-bound work).
+        cold_start_cores: cores the starting replicas share: each of n concurrent starters
+            progresses at ``min(1, cores / n)`` of its alone speed.
+        cold_start_jitter: relative standard deviation of one start's work (lognormal).
+        subscribe_s: engine ready -> ``subscribed``, seconds.
+        round_s: classic protocol (eager, cooperative) join/sync round after the last member
+            reached its batch boundary, seconds, by protocol.
+        heartbeat_s: KIP-848 heartbeat interval, seconds.
+        first_fetch_s: an assigned partition's first fetch (assigned -> first record), s.
+        drain_s: SIGTERM -> revoked and left the group (graceful), seconds.
+        exit_s: SIGTERM -> the process is gone (``replica_stopped``), seconds.
+        probe_period_s: readiness probe period, seconds.
+        balancer: the replicas' ``--balancer``.
+        source: the calibration file.
+        source_runs: run directories the calibration came from.
+        machine: the machine the calibration was measured on.
+    """
+
+    engine: str
+    per_record_ms: float
+    per_batch_engine_s: float
+    max_batch_records: int
+    trigger_interval_s: float
+    cold_start_alone_s: float
+    cold_start_cores: float
+    cold_start_jitter: float
+    subscribe_s: float
+    round_s: Mapping[str, float]
+    heartbeat_s: float
+    first_fetch_s: float
+    drain_s: float
+    exit_s: float
+    probe_period_s: float = 2.0
+    balancer: str = "cooperative-sticky"
+    source: str = ""
+    source_runs: tuple[str, ...] = ()
+    machine: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def protocol(self) -> str:
+        """``eager``, ``cooperative`` or ``consumer`` (KIP-848), from :attr:`balancer`."""
+        return PROTOCOLS[self.balancer]
+
+    def batch_s(self, records: int) -> float:
+        """Seconds one batch of ``records`` takes: engine time + records x per-record time."""
+        return self.per_batch_engine_s + records * self.per_record_ms / 1000.0
+
+    @property
+    def capacity_per_s(self) -> float:
+        """Records/s of one saturated replica (full batches back to back)."""
+        return self.max_batch_records / self.batch_s(self.max_batch_records)
+
+
+def calibration_path(engine: str) -> Path:
+    """The bundled calibration file of ``engine``.
+
+    Raises:
+        ConfigError: no calibration is bundled for ``engine``.
+    """
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine: got {engine!r}, expected one of {', '.join(ENGINES)} "
+                          "(the engines the twin has a calibration for); pick one of them")
+    return Path(str(resources.files("pytest_lagscale") / "data" / "twin" / f"{engine}.yaml"))
+
+
+def _number(node: Mapping[str, Any], key: str, path: str, p: Problems, lo: float, hi: float,
+            unit: str, *, lo_open: bool = False) -> float:
+    value = node.get(key, MISSING)
+    sub = join(path, key)
+    allowed = f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}] {unit}".rstrip()
+    if value is MISSING:
+        p.add(sub, value, allowed, f"add '{sub}'")
+        return math.nan
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < lo or value > hi or (lo_open and value == lo):
+        p.add(sub, value, allowed, f"set '{sub}' within the range")
+        return math.nan
+    return float(value)
+
+
+def _section(doc: Mapping[str, Any], key: str, known: tuple[str, ...],
+             p: Problems) -> Mapping[str, Any]:
+    node = mapping(doc.get(key, {}), key, p) or {}
+    p.unknown_keys(node, key, known)
+    return node
+
+
+def _header(doc: Mapping[str, Any], p: Problems) -> tuple[str, tuple[str, ...], Mapping[str, Any]]:
+    if doc.get("schema_version", MISSING) != SCHEMA_VERSION:
+        p.add("schema_version", doc.get("schema_version", MISSING), f"{SCHEMA_VERSION}",
+              f"write 'schema_version: {SCHEMA_VERSION}' (the only version this twin reads)")
+    engine = doc.get("engine", MISSING)
+    if engine not in ENGINES:
+        p.add("engine", engine, f"one of {', '.join(ENGINES)}", "name the calibrated engine")
+    runs = doc.get("source_runs", MISSING)
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, str) for r in runs):
+        p.add("source_runs", runs, "a non-empty list of run directory names",
+              "list the runs the numbers came from")
+        runs = []
+    machine = mapping(doc.get("machine", MISSING), "machine", p) or {}
+    return str(engine), tuple(runs), dict(machine)
+
+
+def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, Any]:
+    """Check a calibration document and return its values as :class:`TwinParams` keywords.
+
+    Raises:
+        ConfigError: every bad or missing value (key path, value, allowed range), unknown keys.
+    """
+    p = Problems(source)
+    doc = mapping(doc, "", p) or {}
+    p.unknown_keys(doc, "", _TOP_KEYS)
+    engine, runs, machine = _header(doc, p)
+    proc = _section(doc, "processing", ("per_batch_engine_s",), p)
+    cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter"), p)
+    group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
+                                     "round_s", "heartbeat_s"), p)
+    rounds = mapping(group.get("round_s", {}), "group.round_s", p) or {}
+    p.unknown_keys(rounds, "group.round_s", ("eager", "cooperative"))
+    values = dict(
+        engine=engine, source=source, source_runs=runs, machine=machine,
+        per_batch_engine_s=_number(proc, "per_batch_engine_s", "processing", p, 0, 60, "s"),
+        cold_start_alone_s=_number(cold, "alone_s", "cold_start", p, 0, 600, "s"),
+        cold_start_cores=_number(cold, "cores", "cold_start", p, 0, 1024, "cores", lo_open=True),
+        cold_start_jitter=_number(cold, "jitter", "cold_start", p, 0, 1, "(relative sd)"),
+        subscribe_s=_number(group, "subscribe_s", "group", p, 0, 60, "s"),
+        first_fetch_s=_number(group, "first_fetch_s", "group", p, 0, 60, "s"),
+        drain_s=_number(group, "drain_s", "group", p, 0, 600, "s"),
+        exit_s=_number(group, "exit_s", "group", p, 0, 600, "s"),
+        heartbeat_s=_number(group, "heartbeat_s", "group", p, 0, 60, "s", lo_open=True),
+        round_s={proto: _number(rounds, proto, "group.round_s", p, 0, 60, "s")
+                 for proto in ("eager", "cooperative")})
+    p.raise_if_any()
+    return values
+
+
+def load_calibration(path: str | Path) -> dict[str, Any]:
+    """Read and check a calibration file (see :func:`parse_calibration`).
+
+    Raises:
+        ConfigError: unreadable file, bad YAML or any bad value.
+    """
+    return parse_calibration(load_yaml(path), source=str(path))
+
+
+def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | None = None,
+                trigger_interval_s: float | None = None,
+                calibration: str | Path | None = None) -> TwinParams:
+    """The twin's parameters for a Deployment: its replica flags plus the engine's calibration.
+
+    Args:
+        deployment: a :class:`~pytest_lagscale.config.deployment.DeploymentConfig`.
+        engine: overrides the Deployment's ``--engine``.
+        balancer: overrides its ``--balancer``.
+        trigger_interval_s: overrides its ``--trigger-interval`` (seconds).
+        calibration: a calibration file; default: the bundled one of the engine.
+
+    Raises:
+        ConfigError: no calibration for the engine, a bad calibration file, or a balancer the
+            twin does not model.
+    """
+    from ..contract.flags import FLAG_BY_OPTION
+
+    replica = deployment.replica
+    engine = engine or replica.engine
+    balancer = balancer or replica.balancer
+    if balancer not in PROTOCOLS:
+        raise ConfigError(f"--balancer: got {balancer!r}, expected one of "
+                          f"{', '.join(PROTOCOLS)}; pick one of them")
+    values = load_calibration(calibration or calibration_path(engine))
+    if values["engine"] != engine:
+        raise ConfigError(f"'engine': got {values['engine']!r}, expected {engine!r} in "
+                          f"{values['source']}; use the calibration of the engine {engine!r}")
+    raw_batch = replica.flags.get("--max-batch")
+    max_batch = (FLAG_BY_OPTION["--max-batch"].parse(raw_batch) if raw_batch
+                 else FLAG_BY_OPTION["--max-batch"].default)
+    per_record_ms = replica.process_ms / max(1, replica.inflight)
+    return TwinParams(
+        per_record_ms=per_record_ms, max_batch_records=int(max_batch),
+        trigger_interval_s=(replica.trigger_interval_s if trigger_interval_s is None
+                            else trigger_interval_s),
+        probe_period_s=float(deployment.readiness.period_s), balancer=balancer, **values)
+
+
+def with_changes(params: TwinParams, **changes: Any) -> TwinParams:
+    """A copy of ``params`` with ``changes`` (dataclasses.replace; for ablations and tests)."""
+    return replace(params, **changes)
+
+
+__all__ = ["ENGINES", "PROTOCOLS", "SCHEMA_VERSION", "TwinParams", "calibration_path",
+           "load_calibration", "parse_calibration", "twin_params", "with_changes"]

@@ -1,0 +1,289 @@
+"""One twin run, many draws, and the run directory: :func:`simulate`, :func:`simulate_draws`,
+:func:`write_run_dir`.
+
+The inputs are a real run's: :class:`~pytest_lagscale.experiment.settings.RunSettings` go
+through :func:`~pytest_lagscale.experiment.plan.plan_run` (profile, policy manifest, Deployment,
+overrides, all checked), the policy is built by the plan (``build_policy``: the project's real
+control code) and scored by :func:`pytest_lagscale.analyze.measure.measure` on the twin's
+timeline and event table, with the same :class:`~pytest_lagscale.analyze.measure.RunSpec` a real
+run's analysis builds. A draw's random inputs (controller phase, cold-start factors, probe and
+heartbeat phases) come from ``SeedSequence([seed, draw])``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..analyze.measure import Measurements, RunSpec, measure
+from ..analyze.tables import events_from_records
+from ..errors import ConfigError
+from .driver import DriveInputs, drive
+from .load import Production, production
+from .params import TwinParams, twin_params
+from .world import Draw, EventSink, World
+
+#: The twin's step, seconds.
+TICK_S = 0.1
+#: Baseline seconds skipped by "replicas == minReplicaCount at baseline" (as the real analysis).
+WARM_UP_S = 10.0
+#: The headline figures of a twin run: metric name -> label.
+HEADLINE = {"reaction_time_s": "reaction (s)", "peak_lag_records": "peak lag (records)",
+            "drain_time_s": "drain (s)", "replica_seconds": "replica-seconds",
+            "scale_steps": "scale steps"}
+
+
+@dataclass(frozen=True)
+class TwinRun:
+    """One simulated run.
+
+    Attributes:
+        seed, draw: the run's seed and draw index.
+        timeline, events: the two tables of :mod:`pytest_lagscale.analyze.tables`.
+        spec: what the analysis was told (as for a real run).
+        measurements: ``measure(timeline, events, spec)``.
+        settled: the run settled before the settle timeout.
+        produced, processed: records per partition produced and processed (committed once).
+        controller_phase_s: the draw's controller phase, seconds.
+    """
+
+    seed: int
+    draw: int
+    timeline: pd.DataFrame
+    events: pd.DataFrame
+    spec: RunSpec
+    measurements: Measurements
+    settled: bool
+    produced: tuple[int, ...]
+    processed: tuple[int, ...]
+    controller_phase_s: float
+
+    def headline(self) -> dict[str, float | None]:
+        """The :data:`HEADLINE` metrics (units as in ``analyze.measure.METRICS``)."""
+        flat = self.measurements.flat()
+        return {name: flat[name] for name in HEADLINE}
+
+
+@dataclass(frozen=True)
+class TwinDraws:
+    """Several draws of one run: ``runs`` in draw order, ``median_draw`` the index of the draw
+    whose headline figures are closest to the medians (sum of relative distances)."""
+
+    runs: tuple[TwinRun, ...]
+    distribution: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    median_draw: int = 0
+
+
+def plan_of(settings_or_plan: Any) -> Any:
+    """A :class:`~pytest_lagscale.experiment.plan.RunPlan` (settings are planned).
+
+    Raises:
+        ConfigError: a bad input, or one the twin does not model (CPU policies, scheduled
+            actions, static membership).
+    """
+    from ..experiment.plan import RunPlan, plan_run
+
+    plan = settings_or_plan if isinstance(settings_or_plan, RunPlan) else plan_run(
+        settings_or_plan)
+    policy = plan.build_policy()
+    problems = []
+    if policy.needs_cpu:
+        problems.append(f"--policy: {plan.policy_config.source!r} scales on CPU, which the twin "
+                        "does not model yet; use a lag policy (a ScaledObject with a kafka "
+                        "trigger)")
+    if plan.actions:
+        problems.append(f"--profile: {plan.profile.name!r} schedules actions "
+                        f"({', '.join(a.action.label() for a in plan.actions)}), which the twin "
+                        "does not model yet; use a profile without 'actions'")
+    if plan.settings.static_membership:
+        problems.append("--static-membership: not modelled by the twin yet; drop it")
+    if problems:
+        raise ConfigError(problems)
+    return plan
+
+
+def run_spec(plan: Any, prod: Production) -> RunSpec:
+    """The :class:`RunSpec` a real run's analysis builds (``experiment/analysis.py``)."""
+    return RunSpec(lag_threshold_records=plan.reference_lag_threshold,
+                   min_replicas=plan.min_replicas, max_replicas=plan.max_replicas,
+                   partitions=plan.profile.partitions, capacity_per_s=plan.capacity_per_s,
+                   baseline_start_s=(min(WARM_UP_S, plan.spike[0] / 2) if plan.spike
+                                     else WARM_UP_S),
+                   partition_counts=prod.counts())
+
+
+def params_for(plan: Any, calibration: str | Path | None = None) -> TwinParams:
+    """The twin's parameters of a plan (its Deployment, engine, balancer, trigger interval)."""
+    return twin_params(plan.deployment, engine=plan.engine, balancer=plan.balancer,
+                       trigger_interval_s=plan.trigger_interval_s, calibration=calibration)
+
+
+def _draw(seed: int, index: int, window_s: float) -> Draw:
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, index])))
+    return Draw(seed=seed, controller_phase_s=float(rng.uniform(0.0, window_s)), rng=rng)
+
+
+def _phase_window(policy: Any) -> float:
+    periods = [getattr(policy, name, None) for name in ("polling_interval_s", "sync_period_s")]
+    periods = [p for p in periods if p]
+    return float(np.prod(periods)) if periods else 1.0
+
+
+def simulate(settings_or_plan: Any, params: TwinParams | None = None, seed: int = 0, *,
+             draw: int = 0, prod: Production | None = None) -> TwinRun:
+    """Simulate one run (one draw).
+
+    Args:
+        settings_or_plan: ``RunSettings`` or a ``RunPlan`` (the inputs of ``lagscale run``).
+        params: the twin's parameters; default: the bundled calibration of the plan's engine.
+        seed: the draws' seed.
+        draw: which draw (its random inputs come from ``SeedSequence([seed, draw])``).
+        prod: the production table (computed from the profile when None; pass it to reuse).
+
+    Raises:
+        ConfigError: a bad input or one the twin does not model (:func:`plan_of`).
+    """
+    plan = plan_of(settings_or_plan)
+    params = params or params_for(plan)
+    prod = prod or production(plan.profile, TICK_S)
+    policy = plan.build_policy()
+    the_draw = _draw(seed, draw, _phase_window(policy))
+    sink = EventSink()
+    world = World(params, prod, the_draw, sink)
+    inputs = DriveInputs(schedule=tuple(plan.profile.schedule()), spike=plan.spike,
+                         min_replicas=plan.min_replicas,
+                         reference_lag_threshold=plan.reference_lag_threshold,
+                         settle_timeout_s=plan.settings.settle_timeout_s)
+    timeline, settled = drive(world, policy, inputs)
+    events = events_from_records(sink.records, origin_s=0.0)
+    spec = run_spec(plan, prod)
+    return TwinRun(seed=seed, draw=draw, timeline=timeline, events=events, spec=spec,
+                   measurements=measure(timeline, events, spec), settled=settled,
+                   produced=tuple(int(x) for x in world.log_end),
+                   processed=tuple(int(x) for x in world.processed),
+                   controller_phase_s=the_draw.controller_phase_s)
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    return float(np.quantile(np.asarray(values, dtype=float), q))
+
+
+def distribution(runs: Sequence[TwinRun]) -> dict[str, dict[str, float | None]]:
+    """Per headline metric: ``median``, ``p5``, ``p95`` over the draws (None when no draw
+    measured it) and ``measured`` (draws that did)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name in HEADLINE:
+        values = [v for r in runs if (v := r.headline()[name]) is not None]
+        out[name] = ({"median": statistics.median(values), "p5": _quantile(values, 0.05),
+                      "p95": _quantile(values, 0.95), "measured": float(len(values))}
+                     if values else {"median": None, "p5": None, "p95": None, "measured": 0.0})
+    return out
+
+
+def _median_draw(runs: Sequence[TwinRun], dist: dict[str, dict[str, float | None]]) -> int:
+    def distance(run: TwinRun) -> float:
+        total = 0.0
+        for name, value in run.headline().items():
+            median = dist[name]["median"]
+            if value is None or median is None:
+                total += 1.0
+            else:
+                total += abs(value - median) / max(abs(median), 1e-9)
+        return total
+    return min(range(len(runs)), key=lambda i: (distance(runs[i]), i))
+
+
+def simulate_draws(settings_or_plan: Any, params: TwinParams | None = None, seed: int = 0,
+                   draws: int = 30) -> TwinDraws:
+    """Simulate ``draws`` draws of one run (the production table computed once).
+
+    Raises:
+        ConfigError: as :func:`simulate`.
+    """
+    plan = plan_of(settings_or_plan)
+    params = params or params_for(plan)
+    prod = production(plan.profile, TICK_S)
+    runs = tuple(simulate(plan, params, seed, draw=i, prod=prod) for i in range(draws))
+    dist = distribution(runs)
+    return TwinDraws(runs, dist, _median_draw(runs, dist))
+
+
+def write_run_dir(draws: TwinDraws, plan: Any, params: TwinParams, out_dir: str | Path) -> Any:
+    """Write the median draw as a run directory like a real run's: ``benchmark.json`` (with
+    ``run.platform = "twin"`` and ``experiment.twin``: the draws' distribution and the
+    parameters), ``timeline.png``, ``summary.md``, ``timeline.csv`` and ``events.jsonl``.
+
+    Returns:
+        The :class:`~pytest_lagscale.experiment.result.RunResult` written.
+    """
+    from ..experiment.environment import commit_info, machine_info
+    from ..experiment.result import RunResult, run_title
+    from ..report.benchjson import Inputs
+    from ..report.timeline_png import write_timeline_png
+
+    run = draws.runs[draws.median_draw]
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    root = Path(out_dir) / f"{stamp}-twin-{plan.settings.label()}"
+    root.mkdir(parents=True, exist_ok=False)
+    inputs = Inputs(profile=plan.profile.name, policy=plan.policy_name, balancer=plan.balancer,
+                    partitions=plan.profile.partitions, seed=plan.profile.seed,
+                    scale=plan.settings.scale, engine=plan.engine,
+                    trigger_interval_s=plan.trigger_interval_s)
+    run.timeline.to_csv(root / "timeline.csv", index=False)
+    with open(root / "events.jsonl", "w", encoding="utf-8") as fh:
+        for row in run.events.itertuples():
+            fh.write(json.dumps({"event": row.event, "source": row.source,
+                                 "monotonic_s": row.monotonic_s, **row.fields},
+                                default=str) + "\n")
+    title = run_title(f"twin {plan.settings.label()}", inputs)
+    png = write_timeline_png(run.timeline, root / "timeline.png", spike=plan.spike,
+                             steps=list(run.measurements.steps),
+                             title=f"{title}: lag, replicas, consume rate")
+    result = RunResult(
+        settings=plan.settings, run_dir=root, spec=run.spec, measurements=run.measurements,
+        reconciliation=None, timeline=run.timeline, events=run.events, inputs=inputs,
+        artifacts={"benchmark_json": root / "benchmark.json", "timeline_png": png,
+                   "summary_md": root / "summary.md", "timeline_csv": root / "timeline.csv",
+                   "events_jsonl": root / "events.jsonl"},
+        extra_metrics={"produced_records": float(sum(run.produced)),
+                       "lost_records": float(sum(run.produced) - sum(run.processed)),
+                       "duplicated_records": 0.0, "run_wall_time_s": None},
+        run_info=_run_info(plan, params, run),
+        experiment={"twin": _twin_section(draws, params)},
+        machine_info=machine_info(), commit_info=commit_info())
+    result.write()
+    return result
+
+
+def _run_info(plan: Any, params: TwinParams, run: TwinRun) -> dict[str, Any]:
+    return {"platform": "twin", "lag_threshold": plan.lag_threshold,
+            "reference_lag_threshold": plan.reference_lag_threshold,
+            "policy_kind": plan.policy_kind, "min_replicas": plan.min_replicas,
+            "max_replicas": plan.max_replicas,
+            "capacity_per_replica_per_s": plan.capacity_per_s,
+            "twin_capacity_per_replica_per_s": round(params.capacity_per_s, 3),
+            "graceful_drain": True, "settled": run.settled, "actions": [],
+            "max_partitions": plan.max_partitions, "profile_file": str(plan.profile.source),
+            "scaled_object_file": plan.policy_config.source,
+            "deployment_file": plan.deployment.source, "calibration_file": params.source,
+            "seed": run.seed, "draw": run.draw,
+            "controller_phase_s": round(run.controller_phase_s, 3)}
+
+
+def _twin_section(draws: TwinDraws, params: TwinParams) -> dict[str, Any]:
+    return {"draws": len(draws.runs), "median_draw": draws.median_draw,
+            "distribution": draws.distribution,
+            "per_draw": [r.headline() for r in draws.runs],
+            "calibration": params.source, "source_runs": list(params.source_runs),
+            "machine": dict(params.machine)}
+
+
+__all__ = ["HEADLINE", "TICK_S", "TwinDraws", "TwinRun", "distribution", "params_for",
+           "plan_of", "run_spec", "simulate", "simulate_draws", "write_run_dir"]

@@ -1,0 +1,345 @@
+"""The twin's world: partitions, batch-level replicas and the Deployment, on a fixed-step clock.
+
+One :class:`World` is one simulated run. Every ``tick_s`` (0.1 s) :meth:`World.tick`:
+
+1. the producer: each partition's log end follows :class:`~.load.Production` (the profile's
+   schedule and the seeded generator's exact key-to-partition mapping);
+2. the platform: replicas starting share the machine's cores (each of n concurrent starters
+   progresses at ``min(1, cores / n)`` of its alone speed), then engine ready -> subscribed ->
+   the group (:mod:`.group`); the readiness probe marks a joined replica ready at its next probe
+   tick; SIGTERM -> drain (the batch in progress is cut at the records written, committed) ->
+   revoked and left -> process gone;
+3. the replicas: a batch ends (its offsets committed) -> the replica is at a batch boundary,
+   where the group's callbacks run (:meth:`~.group.Group.boundary`) -> a new batch starts when
+   records are fetchable and the trigger allows (no earlier than ``trigger_interval_s`` after the
+   previous start; at once when the previous batch ran longer): up to ``max_batch_records``,
+   lasting ``per_batch_engine_s + records x per_record_ms``; records count as processed evenly
+   over the write;
+4. the group's timers (round completions, KIP-848 heartbeats).
+
+Events go to :class:`EventSink` with the names and fields of the real replica, platform and
+producer logs (see docs/twin.md); the driver (:mod:`.driver`) adds the controller's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .load import Production
+from .params import TwinParams
+
+#: Seconds from the platform's ``replica_terminating`` to the replica's own ``sigterm``.
+SIGTERM_DELAY_S = 0.1
+
+
+class EventSink:
+    """Collects event records shaped like :class:`~pytest_lagscale.eventlog.EventLog`'s."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def emit(self, t_s: float, source: str, event: str, **fields: Any) -> None:
+        """Record ``event`` from ``source`` at twin time ``t_s`` (seconds) with ``fields``."""
+        self.records.append({"event": event, "source": source, "monotonic_s": round(t_s, 6),
+                             **fields})
+
+
+@dataclass
+class Batch:
+    """One micro-batch in progress: times in seconds, ``counts`` records per partition."""
+
+    start_s: float
+    write_start_s: float
+    end_s: float
+    counts: dict[int, int]
+    records: int
+    credited: float = 0.0
+
+
+@dataclass(eq=False)
+class Replica:
+    """One consumer replica (a pod) and its place in the group.
+
+    ``owned`` maps each owned partition to the time it becomes fetchable (assignment + first
+    fetch). ``phase`` is ``starting``, ``subscribing``, ``member``, ``stopping`` or ``gone``.
+    """
+
+    rid: str
+    ordinal: int
+    started_s: float
+    work_s: float
+    probe_phase_s: float
+    heartbeat_phase_s: float
+    phase: str = "starting"
+    ready_at_s: float | None = None
+    subscribe_at_s: float | None = None
+    joined: bool = False
+    joined_s: float | None = None
+    probe_ready: bool = False
+    owned: dict[int, float] = field(default_factory=dict)
+    batch: Batch | None = None
+    next_start_s: float = 0.0
+    pending_revoke: set[int] = field(default_factory=set)
+    rejoin: bool = False
+    sigterm_s: float | None = None
+    leave_s: float | None = None
+    exit_s: float | None = None
+    first_record: bool = False
+
+    @property
+    def busy(self) -> bool:
+        """In a batch (not at a batch boundary)."""
+        return self.batch is not None
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The random inputs of one run, seconds: the controller's phase, and per replica start the
+    cold-start factor, probe phase and heartbeat phase come from ``rng``."""
+
+    seed: int
+    controller_phase_s: float
+    rng: np.random.Generator
+
+
+class World:
+    """The simulated partitions, replicas and Deployment of one run.
+
+    Args:
+        params: the twin's parameters.
+        production: per-partition produced records on the tick grid.
+        draw: the random inputs.
+        events: where events go.
+    """
+
+    def __init__(self, params: TwinParams, production: Production, draw: Draw,
+                 events: EventSink):
+        from .group import make_group
+
+        self.params, self.production, self.draw, self.events = params, production, draw, events
+        self.tick_s = production.tick_s
+        partitions = production.cumulative.shape[1]
+        self.partitions = partitions
+        self.log_end = np.zeros(partitions, dtype=np.int64)
+        self.committed = np.zeros(partitions, dtype=np.int64)
+        self.position = np.zeros(partitions, dtype=np.int64)
+        self.processed = np.zeros(partitions, dtype=np.int64)
+        self.owner: list[Replica | None] = [None] * partitions
+        self.replicas: list[Replica] = []
+        self.spec_replicas = 0
+        self._next_id = 1
+        self.consumed_in_tick = 0.0
+        self.group = make_group(self)
+
+    # -- the Deployment --------------------------------------------------------------------
+    def live(self) -> list[Replica]:
+        """Replicas that exist and are not terminating, oldest first."""
+        return [r for r in self.replicas if r.sigterm_s is None and r.phase != "gone"]
+
+    @property
+    def ready_replicas(self) -> int:
+        """Live replicas whose readiness probe passed."""
+        return sum(1 for r in self.live() if r.probe_ready)
+
+    def scale(self, replicas: int, t_s: float) -> None:
+        """Set ``spec.replicas``: start replicas or terminate the newest (events ``scaled``,
+        ``replica_started`` / ``replica_terminating``)."""
+        live = self.live()
+        before, self.spec_replicas = len(live), replicas
+        for _ in range(replicas - len(live)):
+            self._start(t_s)
+        for replica in sorted(live, key=lambda r: r.ordinal, reverse=True)[:max(0, len(live)
+                                                                              - replicas)]:
+            self._terminate(replica, t_s)
+        if before != replicas:
+            self.events.emit(t_s, "platform", "scaled", replicas_before=before,
+                             replicas_after=replicas)
+
+    def _start(self, t_s: float) -> None:
+        used = {r.ordinal for r in self.live()}
+        ordinal = next(i for i in range(len(used) + 1) if i not in used)
+        rng, p = self.draw.rng, self.params
+        factor = math.exp(rng.normal(0.0, p.cold_start_jitter)) if p.cold_start_jitter else 1.0
+        replica = Replica(rid=f"replica-{self._next_id:04d}", ordinal=ordinal, started_s=t_s,
+                          work_s=p.cold_start_alone_s * factor,
+                          probe_phase_s=float(rng.uniform(0, p.probe_period_s)),
+                          heartbeat_phase_s=float(rng.uniform(0, p.heartbeat_s)))
+        self._next_id += 1
+        self.replicas.append(replica)
+        self.events.emit(t_s, "platform", "replica_started", replica_id=replica.rid,
+                         ordinal=ordinal, pod_name=f"lagscale-consumer-{ordinal}")
+        self.events.emit(t_s, replica.rid, "started", replica_id=replica.rid,
+                         engine=p.engine, balancer=p.balancer)
+
+    def _terminate(self, replica: Replica, t_s: float) -> None:
+        replica.sigterm_s = t_s + SIGTERM_DELAY_S
+        replica.leave_s = replica.sigterm_s + self.params.drain_s
+        replica.exit_s = replica.sigterm_s + self.params.exit_s
+        self.events.emit(t_s, "platform", "replica_terminating", replica_id=replica.rid,
+                         graceful=True)
+
+    # -- one tick --------------------------------------------------------------------------
+    def tick(self, k: int) -> None:
+        """Advance the world to tick ``k`` (time ``k * tick_s``)."""
+        t = k * self.tick_s
+        if k >= 0:
+            self.log_end = self.production.at(k)
+        self.consumed_in_tick = 0.0
+        self._cold_starts(t)
+        for replica in list(self.replicas):
+            self._lifecycle(replica, t)
+            if replica.phase in ("member", "stopping"):
+                self._batches(replica, t)
+        self.group.tick(t)
+        for replica in self.replicas:
+            if replica.batch is not None:
+                self._credit(replica.batch, t)
+
+    def _cold_starts(self, t: float) -> None:
+        starting = [r for r in self.replicas if r.phase == "starting" and r.sigterm_s is None]
+        if not starting:
+            return
+        rate = min(1.0, self.params.cold_start_cores / len(starting))
+        for replica in starting:
+            replica.work_s -= rate * self.tick_s
+            if replica.work_s <= 0:
+                replica.phase = "subscribing"
+                replica.subscribe_at_s = t + self.params.subscribe_s
+                self.events.emit(t, replica.rid, "engine_ready", replica_id=replica.rid,
+                                 engine=self.params.engine,
+                                 startup_s=round(t - replica.started_s, 3))
+
+    def _lifecycle(self, replica: Replica, t: float) -> None:
+        p = self.params
+        if replica.phase == "subscribing" and replica.sigterm_s is None \
+                and t >= (replica.subscribe_at_s or 0.0):
+            replica.phase = "member"
+            self.events.emit(t, replica.rid, "subscribed", replica_id=replica.rid)
+            self.group.join(replica, t)
+        if replica.joined and not replica.probe_ready and replica.sigterm_s is None:
+            since = t - replica.started_s - replica.probe_phase_s
+            if since >= 0 and (since % p.probe_period_s) < self.tick_s - 1e-9 \
+                    and t > (replica.joined_s or 0.0):
+                replica.probe_ready = True
+                self.events.emit(t, "platform", "replica_ready", replica_id=replica.rid,
+                                 cold_start_s=round(t - replica.started_s, 3))
+        if replica.sigterm_s is not None:
+            self._stopping(replica, t)
+
+    def _stopping(self, replica: Replica, t: float) -> None:
+        if replica.phase in ("starting", "subscribing") and t >= replica.sigterm_s:
+            replica.phase = "stopping"
+        if replica.phase == "member" and t >= replica.sigterm_s:
+            replica.phase = "stopping"
+            self.events.emit(t, replica.rid, "sigterm", replica_id=replica.rid,
+                             signal="SIGTERM")
+            if replica.batch is not None:
+                self._cut(replica, t)
+        if replica.phase == "stopping" and replica.leave_s is not None and t >= replica.leave_s:
+            replica.leave_s = None
+            self.events.emit(t, replica.rid, "drained", replica_id=replica.rid)
+            if replica.joined:
+                self.group.leave(replica, t)
+            self.events.emit(t, replica.rid, "closed", replica_id=replica.rid,
+                             left_group=replica.joined)
+        if replica.phase == "stopping" and t >= (replica.exit_s or math.inf):
+            replica.phase = "gone"
+            self.events.emit(t, "platform", "replica_stopped", replica_id=replica.rid,
+                             outcome="terminated", exit_code=0)
+            self.replicas.remove(replica)
+
+    # -- batches ---------------------------------------------------------------------------
+    def _batches(self, replica: Replica, t: float) -> None:
+        if replica.batch is not None and t >= replica.batch.end_s:
+            self._commit(replica, replica.batch, replica.batch.records)
+        if replica.batch is None:
+            self.group.boundary(replica, t)
+            if replica.phase == "member" and replica.owned and t >= replica.next_start_s:
+                self._start_batch(replica, t)
+
+    def _start_batch(self, replica: Replica, t: float) -> None:
+        ready = [q for q, at in replica.owned.items() if at <= t]
+        avail = {q: int(self.log_end[q] - self.position[q]) for q in ready}
+        total = sum(avail.values())
+        if total <= 0:
+            return
+        limit = self.params.max_batch_records
+        counts = avail if total <= limit else _share(avail, limit)
+        records = sum(counts.values())
+        for q, n in counts.items():
+            self.position[q] += n
+        engine_end = t + self.params.per_batch_engine_s
+        replica.batch = Batch(t, engine_end, self.params.batch_s(records) + t,
+                              {q: n for q, n in counts.items() if n}, records)
+        replica.next_start_s = t + self.params.trigger_interval_s
+        if not replica.first_record:
+            replica.first_record = True
+            self.events.emit(t, replica.rid, "first_record", replica_id=replica.rid)
+
+    def _credit(self, batch: Batch, t: float) -> None:
+        """Count records written in ``(t - tick, t]`` as consumed (evenly over the write)."""
+        span = batch.end_s - batch.write_start_s
+        if span <= 0:
+            return
+        done = min(1.0, max(0.0, (t + self.tick_s - batch.write_start_s) / span))
+        due = batch.records * done - batch.credited
+        if due > 0:
+            batch.credited += due
+            self.consumed_in_tick += due
+
+    def _commit(self, replica: Replica, batch: Batch, records: int) -> None:
+        full = records >= batch.records
+        counts = batch.counts if full else _share(batch.counts, records)
+        for q, n in counts.items():
+            self.committed[q] += n
+            self.processed[q] += n
+        self.consumed_in_tick += records - batch.credited
+        if not full:  # a cut batch's unwritten records are fetched again by the next owner
+            for q in batch.counts:
+                self.position[q] = self.committed[q]
+        replica.batch = None
+
+    def _cut(self, replica: Replica, t: float) -> None:
+        """SIGTERM during a batch: stop after the records written so far (whole waves)."""
+        batch = replica.batch
+        span = batch.end_s - batch.write_start_s
+        done = 0.0 if span <= 0 else min(1.0, max(0.0, (t - batch.write_start_s) / span))
+        written = int(batch.records * done)
+        self.events.emit(t, replica.rid, "batch_cut", replica_id=replica.rid,
+                         written=written, dropped=batch.records - written)
+        self._commit(replica, batch, written)
+
+    # -- what the controller reads ---------------------------------------------------------
+    def offsets(self) -> dict[int, tuple[int, int]]:
+        """``{partition: (committed, log_end)}`` as the lag source reads them."""
+        return {q: (int(self.committed[q]), int(self.log_end[q])) for q in range(self.partitions)}
+
+    @property
+    def total_lag(self) -> int:
+        """Sum over partitions of log end minus committed, records."""
+        return int((self.log_end - self.committed).sum())
+
+    def in_flight(self) -> bool:
+        """Some replica is starting, stopping or in a batch."""
+        return any(r.phase != "member" or r.batch is not None for r in self.replicas)
+
+
+def _share(avail: dict[int, int], limit: int) -> dict[int, int]:
+    """Split ``limit`` records over partitions in proportion to ``avail`` (largest remainder,
+    never more than a partition has)."""
+    total = sum(avail.values())
+    if total <= limit:
+        return dict(avail)
+    exact = {q: a * limit / total for q, a in avail.items()}
+    out = {q: int(v) for q, v in exact.items()}
+    rest = limit - sum(out.values())
+    for q in sorted(exact, key=lambda q: (out[q] - exact[q], q))[:rest]:
+        out[q] += 1
+    return out
+
+
+__all__ = ["Batch", "Draw", "EventSink", "Replica", "SIGTERM_DELAY_S", "World"]
