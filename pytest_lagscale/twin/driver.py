@@ -160,7 +160,7 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     controller.desired = inputs.min_replicas
     settled = False
     for k in range(k0, k_end + 1):
-        t = k * tick
+        t = round(k * tick, 6)  # as World.tick: periodic timers stay on the grid
         if k == k_auto:
             ev.emit(t, "runner", "run_phase", phase="autoscale")
         if k >= 0 and k % per_bucket == 0:

@@ -30,8 +30,9 @@ from .load import Production, production
 from .params import TwinParams, twin_params
 from .world import Draw, EventSink, World
 
-#: The twin's step, seconds.
-TICK_S = 0.1
+#: The twin's step, seconds: 1/8 s is exact in binary, so the policy's periodic timers (now + an
+#: integer period) never drift by a float rounding against the grid.
+TICK_S = 0.125
 #: Baseline seconds skipped by "replicas == minReplicaCount at baseline" (as the real analysis).
 WARM_UP_S = 10.0
 #: The headline figures of a twin run: metric name -> label.
@@ -259,6 +260,11 @@ def write_run_dir(draws: TwinDraws, plan: Any, params: TwinParams, out_dir: str 
         experiment={"twin": _twin_section(draws, params)},
         machine_info=machine_info(), commit_info=commit_info())
     result.write()
+    from ..report.summary import write_summary
+
+    write_summary(root / "summary.md", run.measurements, (),
+                  title=f"lagscale simulate (twin, draw {run.draw} of {len(draws.runs)}, "
+                        f"seed {run.seed}) {title}", experiment=result.experiment)
     return result
 
 

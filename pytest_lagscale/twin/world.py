@@ -1,6 +1,6 @@
 """The twin's world: partitions, batch-level replicas and the Deployment, on a fixed-step clock.
 
-One :class:`World` is one simulated run. Every ``tick_s`` (0.1 s) :meth:`World.tick`:
+One :class:`World` is one simulated run. Every ``tick_s`` (0.125 s) :meth:`World.tick`:
 
 1. the producer: each partition's log end follows :class:`~.load.Production` (the profile's
    schedule and the seeded generator's exact key-to-partition mapping);
@@ -185,7 +185,7 @@ class World:
     # -- one tick --------------------------------------------------------------------------
     def tick(self, k: int) -> None:
         """Advance the world to tick ``k`` (time ``k * tick_s``)."""
-        t = k * self.tick_s
+        t = round(k * self.tick_s, 6)  # no float drift against the policy's timers
         if k >= 0:
             self.log_end = self.production.at(k)
         self.consumed_in_tick = 0.0

@@ -1,0 +1,112 @@
+"""``lagscale simulate``: a twin run with the outputs of ``lagscale run`` plus the distribution
+over draws.
+
+Registers itself on :data:`pytest_lagscale.cli.app` (``cli.py`` imports this module after
+defining ``app``). Prints the measurement table of the median draw and the median, 5 % and 95 %
+of reaction time, peak lag, drain time, replica-seconds and scale steps over the draws, then
+writes the median draw's run directory (``benchmark.json`` with ``run.platform = "twin"``,
+``timeline.png``, ``summary.md``) under ``--out``.
+
+Exit codes: 0 written; 2 bad input, one ``error:`` line per problem (option, value, allowed
+range), nothing written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..cli import app, fail_usage
+from ..errors import ConfigError
+
+DEFAULT_OUT = Path("lagscale-runs")
+MAX_DRAWS = 1000
+
+
+def check_simulate_options(draws: int, seed: int, engine: Optional[str],
+                           out: Path) -> list[str]:
+    """Problem lines for the options the run settings do not check (empty when all good)."""
+    from .params import ENGINES
+
+    problems = []
+    if not 1 <= draws <= MAX_DRAWS:
+        problems.append(f"--draws: got {draws!r}, expected an integer in [1, {MAX_DRAWS}]; "
+                        "give a count in the range")
+    if seed < 0:
+        problems.append(f"--seed: got {seed!r}, expected an integer >= 0; give a non-negative "
+                        "seed")
+    if engine is not None and engine not in ENGINES:
+        problems.append(f"--engine: got {engine!r}, expected one of {', '.join(ENGINES)} (the "
+                        "engines the twin has a calibration for); pick one of them")
+    if out.exists() and not out.is_dir():
+        problems.append(f"--out: {str(out)!r} is not a directory; give a directory (created "
+                        "when absent)")
+    return problems
+
+
+def distribution_table(draws: object) -> object:
+    """A rich table: one row per headline metric, columns median, 5 %, 95 %, draws measured."""
+    from rich.table import Table
+
+    from .run import HEADLINE
+
+    table = Table(title=f"twin: distribution over {len(draws.runs)} draws")
+    for column in ("metric", "median", "5 %", "95 %", "draws measured"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for name, label in HEADLINE.items():
+        row = draws.distribution[name]
+        cells = ["-" if row[k] is None else f"{row[k]:,.1f}" for k in ("median", "p5", "p95")]
+        table.add_row(label, *cells, f"{int(row['measured'] or 0)}")
+    return table
+
+
+@app.command("simulate")
+def simulate_command(
+    profile: str = typer.Option(..., "--profile", metavar="NAME|PATH",
+                                help="Traffic profile: a bundled name or a YAML path"),
+    policy: str = typer.Option(..., "--policy", metavar="NAME|PATH",
+                               help="Scaling policy manifest: a bundled name or a YAML path"),
+    partitions: Optional[int] = typer.Option(None, "--partitions", metavar="N",
+                                             help="Overrides the profile's partition count "
+                                                  "(1..1024). Default: the profile's"),
+    draws: int = typer.Option(30, "--draws", metavar="N",
+                              help=f"Randomised draws (controller phase, cold-start jitter), "
+                                   f"1..{MAX_DRAWS}. Default: 30"),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the draws. Default: 0"),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", metavar="DIR",
+                             help=f"Parent of the run directory. Default: {DEFAULT_OUT}"),
+    engine: Optional[str] = typer.Option(None, "--engine", metavar="spark|arrow",
+                                         help="Overrides the Deployment's engine. Default: "
+                                              "the Deployment's"),
+) -> None:
+    """Simulate a run in the calibrated twin: the median draw's measurements and run directory,
+    and the distribution over the draws."""
+    from rich.console import Console
+
+    from ..experiment.settings import RunSettings
+    from ..report.summary import measurements_table
+    from .run import params_for, plan_of, simulate_draws, write_run_dir
+
+    problems = check_simulate_options(draws, seed, engine, out)
+    try:
+        plan = plan_of(RunSettings(profile=profile, policy=policy, partitions=partitions,
+                                   engine=engine if engine and not problems else None))
+        params = params_for(plan)
+    except ConfigError as exc:
+        problems += exc.problems
+    if problems:
+        raise fail_usage(ConfigError(problems))
+    result = simulate_draws(plan, params, seed, draws)
+    written = write_run_dir(result, plan, params, out)
+    console = Console()
+    median = result.runs[result.median_draw]
+    console.print(measurements_table(median.measurements, title=f"twin {plan.settings.label()}"
+                                     f" (draw {result.median_draw} of {draws}, seed {seed})"))
+    console.print(distribution_table(result))
+    for name in ("benchmark_json", "timeline_png", "summary_md"):
+        console.print(f"{name}: {written.artifacts[name]}", highlight=False, soft_wrap=True)
+
+
+__all__ = ["check_simulate_options", "distribution_table", "simulate_command"]

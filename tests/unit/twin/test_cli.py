@@ -1,0 +1,57 @@
+"""``lagscale simulate``: exit 0 with the tables and a run directory; exit 2 with ``error:``
+lines and nothing written on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pytest_lagscale.cli import app
+
+
+def _simulate(*args: str | Path):
+    return CliRunner().invoke(app, ["simulate", *map(str, args)])
+
+
+def test_writes_a_twin_run_directory_and_prints_the_distribution(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    result = _simulate("--profile", "spike-ci", "--policy", "scaledobject-ci", "--draws", "2",
+                       "--seed", "5", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "twin: distribution over 2 draws" in result.output
+    assert "replica-seconds" in result.output and "reaction_time_s" in result.output
+    (run_dir,) = out.iterdir()
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "benchmark.json", "events.jsonl", "summary.md", "timeline.csv", "timeline.png"]
+    doc = json.loads((run_dir / "benchmark.json").read_text())
+    assert doc["run"]["platform"] == "twin"
+    assert doc["inputs"]["profile"] == "spike-ci" and doc["inputs"]["policy"] == \
+        "scaledobject-ci"
+    assert doc["experiment"]["twin"]["draws"] == 2
+    assert doc["metrics"]["lost_records"]["value"] == 0.0
+    assert doc["metrics"]["reaction_time_s"]["value"] > 0
+
+
+def test_bad_options_exit_2_name_each_option_and_write_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    result = _simulate("--profile", "spike-ci", "--policy", "scaledobject-ci", "--draws", "0",
+                       "--seed", "-1", "--engine", "flink", "--partitions", "0", "--out", out)
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert lines[:3] == [
+        "error: --draws: got 0, expected an integer in [1, 1000]; give a count in the range",
+        "error: --seed: got -1, expected an integer >= 0; give a non-negative seed",
+        "error: --engine: got 'flink', expected one of spark, arrow (the engines the twin has "
+        "a calibration for); pick one of them",
+    ]
+    assert any(line.startswith("error: --partitions") for line in lines[3:]), result.output
+    assert not out.exists()
+
+
+def test_a_cpu_policy_is_refused_with_exit_2(tmp_path: Path) -> None:
+    result = _simulate("--profile", "spike-ci", "--policy", "hpa-cpu-ci", "--out", tmp_path)
+    assert result.exit_code == 2
+    assert "error: --policy: " in result.output and "scales on CPU" in result.output
+    assert list(tmp_path.iterdir()) == []

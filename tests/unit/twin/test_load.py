@@ -1,0 +1,57 @@
+"""The twin's producer: the seeded generator's exact keys, librdkafka's murmur2 partitioner."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pytest_lagscale.load.events import EventSource
+from pytest_lagscale.twin.load import murmur2_keys, partitions_of, record_entities
+
+#: Records per partition acknowledged in the real spike-ci run of the CI run of 2026-11-23
+#: (/tmp/check1/lagscale-runs/20261123T051559Z-spike-ci/manifest.json, per_partition count):
+#: profile spike-ci, seed 20240611, P = 8, 210,000 records.
+SPIKE_CI_MANIFEST_COUNTS = (28576, 16814, 21166, 46676, 36350, 20673, 17157, 22588)
+
+
+def test_keys_are_the_event_sources_keys(spike_plan) -> None:
+    expected = EventSource(spike_plan.profile.seed).take(20_000)["entity_id"]
+    assert np.array_equal(record_entities(spike_plan.profile, 20_000), expected)
+
+
+def test_murmur2_matches_kafkas_reference_vectors() -> None:
+    # Java Utils.murmur2 of the 8-byte big-endian keys 0 and 1 (what the Java client and
+    # librdkafka's murmur2_random hash), computed by the reference algorithm byte by byte
+    def reference(key: bytes) -> int:
+        m, h = 0x5BD1E995, (0x9747B28C ^ len(key)) & 0xFFFFFFFF
+        for i in range(0, len(key) - len(key) % 4, 4):
+            k = int.from_bytes(key[i:i + 4], "little")
+            k = (k * m) & 0xFFFFFFFF
+            k ^= k >> 24
+            k = (k * m) & 0xFFFFFFFF
+            h = ((h * m) & 0xFFFFFFFF) ^ k
+        h ^= h >> 13
+        h = (h * m) & 0xFFFFFFFF
+        return h ^ (h >> 15)
+
+    ids = np.array([0, 1, 255, 4_999_999, 2**40 + 7], dtype=np.uint64)
+    assert murmur2_keys(ids).tolist() == [reference(int(i).to_bytes(8, "big")) for i in ids]
+
+
+def test_per_partition_input_equals_the_real_runs_manifest(spike_production) -> None:
+    assert spike_production.counts() == SPIKE_CI_MANIFEST_COUNTS
+    assert spike_production.total_records == 210_000
+
+
+def test_production_follows_the_schedule(spike_production) -> None:
+    per_tick = spike_production.cumulative.sum(axis=1)
+    assert np.all(np.diff(per_tick) >= 0)
+    # 200/s for the first 60 s, then 2,000/s: 12,000 by 60 s, 32,000 by 70 s
+    at = lambda s: int(round(s / spike_production.tick_s))  # noqa: E731
+    assert abs(int(per_tick[at(60)]) - 12_000) <= 1
+    assert abs(int(per_tick[at(70)]) - 32_000) <= 1
+
+
+def test_partitions_of_is_modulo_p() -> None:
+    ids = np.arange(1000, dtype=np.uint64)
+    assert partitions_of(ids, 1).tolist() == [0] * 1000
+    assert set(partitions_of(ids, 8).tolist()) == set(range(8))

@@ -1,0 +1,84 @@
+"""Calibration files -> TwinParams: the bundled files load; every bad value is reported with
+its key, value and allowed range."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from pytest_lagscale.config._read import load_yaml
+from pytest_lagscale.config.deployment import load_deployment
+from pytest_lagscale.config.bundled import manifest_paths
+from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.twin.params import (calibration_path, load_calibration, parse_calibration,
+                                         twin_params)
+
+
+@pytest.mark.parametrize("engine", ["spark", "arrow"], ids=["spark", "arrow"])
+def test_bundled_calibrations_load_and_name_their_runs(engine: str) -> None:
+    values = load_calibration(calibration_path(engine))
+    assert values["engine"] == engine
+    assert values["source_runs"] and all(r.startswith("20261123T") for r in
+                                         values["source_runs"])
+    assert values["machine"]["cores"] == 2
+
+
+def test_deployment_fills_the_processing_parameters() -> None:
+    deployment = load_deployment(manifest_paths("ci")["deployment"])
+    params = twin_params(deployment)
+    # consumer-deployment-ci.yaml: --process-ms=25 --inflight=10 --trigger-interval=1
+    assert (params.per_record_ms, params.max_batch_records, params.trigger_interval_s,
+            params.probe_period_s, params.protocol) == (2.5, 2000, 1.0, 2.0, "cooperative")
+    # 2000 records per 0.27 + 2000 x 2.5 ms = 5.27 s
+    assert params.capacity_per_s == pytest.approx(2000 / 5.27)
+    assert twin_params(deployment, balancer="range").protocol == "eager"
+    assert twin_params(deployment, engine="arrow").per_batch_engine_s == 0.025
+
+
+def _doc() -> dict:
+    return copy.deepcopy(load_yaml(calibration_path("spark")))
+
+
+def test_bad_values_are_reported_together_with_key_value_and_range() -> None:
+    doc = _doc()
+    doc["cold_start"]["cores"] = 0
+    doc["group"]["round_s"]["eager"] = -1
+    doc["processing"]["per_batch_engine_s"] = "fast"
+    with pytest.raises(ConfigError) as info:
+        parse_calibration(doc, source="cal.yaml")
+    assert info.value.problems == [
+        "'processing.per_batch_engine_s': got 'fast', expected a number in [0, 60] s in "
+        "cal.yaml; set 'processing.per_batch_engine_s' within the range",
+        "'cold_start.cores': got 0, expected a number in (0, 1024] cores in cal.yaml; set "
+        "'cold_start.cores' within the range",
+        "'group.round_s.eager': got -1, expected a number in [0, 60] s in cal.yaml; set "
+        "'group.round_s.eager' within the range",
+    ]
+
+
+def test_unknown_keys_missing_runs_and_wrong_version_are_errors() -> None:
+    doc = _doc()
+    doc["schema_version"] = 2
+    doc["source_runs"] = []
+    doc["cold_start"]["alone"] = doc["cold_start"].pop("alone_s")
+    with pytest.raises(ConfigError) as info:
+        parse_calibration(doc, source="cal.yaml")
+    assert info.value.problems == [
+        "'schema_version': got 2, expected 1 in cal.yaml; write 'schema_version: 1' (the only "
+        "version this twin reads)",
+        "'source_runs': got [], expected a non-empty list of run directory names in cal.yaml; "
+        "list the runs the numbers came from",
+        "'cold_start.alone': got 5.48, expected a known key of 'cold_start' in cal.yaml; "
+        "rename it to 'cold_start.alone_s'",
+        "'cold_start.alone_s': got no value, expected a number in [0, 600] s in cal.yaml; add "
+        "'cold_start.alone_s'",
+    ]
+
+
+def test_an_engine_without_calibration_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        calibration_path("spark-connect")
+    assert info.value.problems == [
+        "--engine: got 'spark-connect', expected one of spark, arrow (the engines the twin has "
+        "a calibration for); pick one of them"]

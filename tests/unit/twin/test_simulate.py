@@ -1,0 +1,84 @@
+"""A twin run: deterministic, conserving, driven by the REAL policy, measurable by analyze."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from pytest_lagscale.analyze.measure import measure
+from pytest_lagscale.config.bundled import manifest_paths
+from pytest_lagscale.twin.run import simulate
+
+from .conftest import settings
+
+
+def test_same_seed_gives_identical_tables(spike_plan, spike_production, spike_run) -> None:
+    again = simulate(spike_plan, seed=7, prod=spike_production)
+    pd.testing.assert_frame_equal(again.timeline, spike_run.timeline)
+    pd.testing.assert_frame_equal(again.events, spike_run.events)
+
+
+def test_another_draw_differs(spike_plan, spike_production, spike_run) -> None:
+    other = simulate(spike_plan, seed=7, draw=1, prod=spike_production)
+    assert other.controller_phase_s != spike_run.controller_phase_s
+    assert not other.events["t_s"].equals(spike_run.events["t_s"])
+
+
+def test_every_produced_record_is_processed_once(spike_run) -> None:
+    assert spike_run.settled
+    assert spike_run.processed == spike_run.produced
+    assert sum(spike_run.produced) == 210_000
+    # the timeline's consume rate adds up to the records processed after the load started
+    consumed = spike_run.timeline["consume_rate_per_s"].sum()
+    assert consumed == pytest.approx(210_000, abs=2)
+
+
+def test_measure_runs_on_the_twin_tables(spike_run) -> None:
+    m = measure(spike_run.timeline, spike_run.events, spike_run.spec)
+    assert m.reaction.reason is None and m.reaction.total_s > 0
+    assert m.scale_out.reason is None and m.scale_out.burst_replicas == 7
+    assert m.drain is not None and m.drain.drain_time_s > 0
+    assert [s.direction for s in m.steps][:1] == ["up"] and m.steps[-1].replicas_after == 1
+    assert all(s.rebalance_s is not None for s in m.steps)
+
+
+def _peak_desired(run) -> int:
+    return int(run.timeline["desired_replicas"].max())
+
+
+def _first_scale_out(run) -> int:
+    decisions = run.events[run.events["event"] == "decision"]
+    return int(decisions["fields"].iloc[0]["desired_replicas"])
+
+
+def test_a_ten_times_higher_lag_threshold_gives_fewer_replicas(spike_run) -> None:
+    higher = simulate(settings(lag_threshold=5000), seed=7)
+    # the same lag asks for a tenth of the replicas: a smaller first step, fewer on average
+    assert _first_scale_out(higher) < _first_scale_out(spike_run)
+    assert higher.timeline["desired_replicas"].mean() < \
+        spike_run.timeline["desired_replicas"].mean()
+    assert higher.measurements.replica_seconds < spike_run.measurements.replica_seconds
+
+
+def test_max_replica_count_caps_the_deployment(tmp_path: Path) -> None:
+    doc = yaml.safe_load(Path(manifest_paths("ci")["scaled_object"]).read_text())
+    doc["spec"]["maxReplicaCount"] = 3
+    capped = tmp_path / "scaledobject-cap3.yaml"
+    capped.write_text(yaml.safe_dump(doc))
+    run = simulate(settings(policy=str(capped)), seed=7)
+    assert _peak_desired(run) == 3
+    assert int(run.timeline["current_replicas"].max()) == 3
+    assert int(run.timeline["ready_replicas"].max()) == 3
+
+
+def test_the_controller_events_are_the_policys(spike_run) -> None:
+    names = set(spike_run.events["event"])
+    assert {"keda_poll", "hpa_sync", "decision", "replica_started", "replica_ready",
+            "engine_ready", "subscribed", "joined", "assigned", "first_record", "revoked",
+            "spike_start", "spike_end", "run_phase"} <= names
+    polls = spike_run.events[spike_run.events["event"] == "keda_poll"]["t_s"].diff().dropna()
+    # pollingInterval 2 s on the 1/8 s clock, no drift
+    assert polls.round(6).eq(2.0).all()
