@@ -18,7 +18,7 @@ def test_keys_are_the_event_sources_keys(spike_plan) -> None:
     assert np.array_equal(record_entities(spike_plan.profile, 20_000), expected)
 
 
-def test_murmur2_matches_kafkas_reference_vectors() -> None:
+def test_murmur2_and_the_partitioner_match_the_reference() -> None:
     # Java Utils.murmur2 of the 8-byte big-endian keys 0 and 1 (what the Java client and
     # librdkafka's murmur2_random hash), computed by the reference algorithm byte by byte
     def reference(key: bytes) -> int:
@@ -33,8 +33,12 @@ def test_murmur2_matches_kafkas_reference_vectors() -> None:
         h = (h * m) & 0xFFFFFFFF
         return h ^ (h >> 15)
 
-    ids = np.array([0, 1, 255, 4_999_999, 2**40 + 7], dtype=np.uint64)
-    assert murmur2_keys(ids).tolist() == [reference(int(i).to_bytes(8, "big")) for i in ids]
+    ids = np.array([0, 1, 255, 4_999_999, 2**40 + 7, *range(2, 64)], dtype=np.uint64)
+    hashes = [reference(int(i).to_bytes(8, "big")) for i in ids]
+    assert murmur2_keys(ids).tolist() == hashes
+    assert any(h & 0x80000000 for h in hashes)  # the sign bit matters for P = 3 below
+    # librdkafka murmur2_random / Java: toPositive(murmur2) % P
+    assert partitions_of(ids, 3).tolist() == [(h & 0x7FFFFFFF) % 3 for h in hashes]
 
 
 def test_per_partition_input_equals_the_real_runs_manifest(spike_production) -> None:
