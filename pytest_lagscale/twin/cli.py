@@ -87,17 +87,12 @@ def simulate_command(
 
     from ..experiment.settings import RunSettings
     from ..report.summary import measurements_table
-    from .run import params_for, plan_of, simulate_draws, write_run_dir
+    from .run import simulate_draws, write_run_dir
 
     problems = check_simulate_options(draws, seed, engine, out)
-    try:
-        plan = plan_of(RunSettings(profile=profile, policy=policy, partitions=partitions,
-                                   engine=engine if engine and not problems else None))
-        params = params_for(plan)
-    except ConfigError as exc:
-        problems += exc.problems
-    if problems:
-        raise fail_usage(ConfigError(problems))
+    plan, params = _plan(RunSettings(profile=profile, policy=policy, partitions=partitions,
+                                     engine=engine if engine and not problems else None),
+                         problems)
     result = simulate_draws(plan, params, seed, draws)
     written = write_run_dir(result, plan, params, out)
     console = Console()
@@ -107,6 +102,22 @@ def simulate_command(
     console.print(distribution_table(result))
     for name in ("benchmark_json", "timeline_png", "summary_md"):
         console.print(f"{name}: {written.artifacts[name]}", highlight=False, soft_wrap=True)
+
+
+def _plan(settings: object, problems: list[str]) -> tuple[object, object]:
+    """The run's plan and twin parameters; raises the exit-2 ``typer.Exit`` after printing
+    ``problems`` and the inputs' own problems, all at once."""
+    from .run import params_for, plan_of
+
+    plan = params = None
+    try:
+        plan = plan_of(settings)
+        params = params_for(plan)
+    except ConfigError as exc:
+        problems = [*problems, *exc.problems]
+    if problems:
+        raise fail_usage(ConfigError(problems))
+    return plan, params
 
 
 __all__ = ["check_simulate_options", "distribution_table", "simulate_command"]

@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..analyze.tables import TIMELINE_COLUMNS
@@ -137,6 +136,15 @@ def _settled(world: World, inputs: DriveInputs) -> bool:
             and world.ready_replicas == inputs.min_replicas)
 
 
+def _marks_due(world: World, marks: list[tuple[float, str, dict]], t: float) -> None:
+    """Write the producer's (and the runner's settle) marks due by ``t``."""
+    while marks and marks[0][0] <= t + 1e-9:
+        at, name, fields = marks.pop(0)
+        world.events.emit(at, "producer", name, **fields)
+        if name == "load_end":
+            world.events.emit(at, "runner", "run_phase", phase="settle")
+
+
 def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame, bool]:
     """Play one run; returns ``(timeline, settled)``; the events are in ``world.events``.
 
@@ -145,37 +153,28 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
         policy: a fresh ScalingPolicy (no decision made yet).
         inputs: schedule, spike, replica floor, settle rule.
     """
-    tick = world.tick_s
+    tick, ev = world.tick_s, world.events
     per_bucket = int(round(1.0 / tick))
     k0 = -int(round(DEPLOY_LEAD_S / tick))
     k_auto = -int(round((AUTOSCALE_LEAD_S + world.draw.controller_phase_s) / tick))
     end = inputs.schedule[-1].end_s
     k_end = int(math.ceil((end + inputs.settle_timeout_s) / tick))
-    marks = _producer_events(world, inputs)
-    controller = _Controller(policy, world)
-    timeline = _Timeline()
-    ev = world.events
+    marks, controller, timeline = _producer_events(world, inputs), _Controller(policy, world), \
+        _Timeline()
     ev.emit(k0 * tick, "runner", "run_phase", phase="deploy")
     world.scale(inputs.min_replicas, k0 * tick)
-    controller.desired = inputs.min_replicas
-    settled = False
+    controller.desired, settled = inputs.min_replicas, False
     for k in range(k0, k_end + 1):
         t = round(k * tick, 6)  # as World.tick: periodic timers stay on the grid
-        if k == k_auto:
-            ev.emit(t, "runner", "run_phase", phase="autoscale")
+        if k in (k_auto, 0):
+            ev.emit(t, "runner", "run_phase", phase="autoscale" if k == k_auto else "load")
         if k >= 0 and k % per_bucket == 0:
             timeline.close(world)
             if t > end and _settled(world, inputs):
                 settled = True
                 break
             timeline.open(t, world, controller.desired)
-        if k == 0:
-            ev.emit(t, "runner", "run_phase", phase="load")
-        while marks and marks[0][0] <= t + 1e-9:
-            at, name, fields = marks.pop(0)
-            ev.emit(at, "producer", name, **fields)
-            if name == "load_end":
-                ev.emit(at, "runner", "run_phase", phase="settle")
+        _marks_due(world, marks, t)
         world.tick(k)
         if k >= k_auto:
             controller.step(t)

@@ -224,9 +224,9 @@ def write_run_dir(draws: TwinDraws, plan: Any, params: TwinParams, out_dir: str 
     Returns:
         The :class:`~pytest_lagscale.experiment.result.RunResult` written.
     """
-    from ..experiment.environment import commit_info, machine_info
-    from ..experiment.result import RunResult, run_title
+    from ..experiment.result import run_title
     from ..report.benchjson import Inputs
+    from ..report.summary import write_summary
     from ..report.timeline_png import write_timeline_png
 
     run = draws.runs[draws.median_draw]
@@ -237,35 +237,46 @@ def write_run_dir(draws: TwinDraws, plan: Any, params: TwinParams, out_dir: str 
                     partitions=plan.profile.partitions, seed=plan.profile.seed,
                     scale=plan.settings.scale, engine=plan.engine,
                     trigger_interval_s=plan.trigger_interval_s)
-    run.timeline.to_csv(root / "timeline.csv", index=False)
-    with open(root / "events.jsonl", "w", encoding="utf-8") as fh:
-        for row in run.events.itertuples():
-            fh.write(json.dumps({"event": row.event, "source": row.source,
-                                 "monotonic_s": row.monotonic_s, **row.fields},
-                                default=str) + "\n")
+    _write_tables(run, root)
     title = run_title(f"twin {plan.settings.label()}", inputs)
-    png = write_timeline_png(run.timeline, root / "timeline.png", spike=plan.spike,
-                             steps=list(run.measurements.steps),
-                             title=f"{title}: lag, replicas, consume rate")
-    result = RunResult(
+    write_timeline_png(run.timeline, root / "timeline.png", spike=plan.spike,
+                       steps=list(run.measurements.steps),
+                       title=f"{title}: lag, replicas, consume rate")
+    result = _result(draws, plan, params, inputs, root)
+    result.write()
+    write_summary(root / "summary.md", run.measurements, (),
+                  title=f"lagscale simulate (twin, draw {run.draw} of {len(draws.runs)}, "
+                        f"seed {run.seed}) {title}", experiment=result.experiment)
+    return result
+
+
+def _result(draws: TwinDraws, plan: Any, params: TwinParams, inputs: Any, root: Path) -> Any:
+    """The median draw as a :class:`~pytest_lagscale.experiment.result.RunResult`."""
+    from ..experiment.environment import commit_info, machine_info
+    from ..experiment.result import RunResult
+
+    run = draws.runs[draws.median_draw]
+    names = ("benchmark.json", "timeline.png", "summary.md", "timeline.csv", "events.jsonl")
+    return RunResult(
         settings=plan.settings, run_dir=root, spec=run.spec, measurements=run.measurements,
         reconciliation=None, timeline=run.timeline, events=run.events, inputs=inputs,
-        artifacts={"benchmark_json": root / "benchmark.json", "timeline_png": png,
-                   "summary_md": root / "summary.md", "timeline_csv": root / "timeline.csv",
-                   "events_jsonl": root / "events.jsonl"},
+        artifacts={n.replace(".", "_"): root / n for n in names},
         extra_metrics={"produced_records": float(sum(run.produced)),
                        "lost_records": float(sum(run.produced) - sum(run.processed)),
                        "duplicated_records": 0.0, "run_wall_time_s": None},
         run_info=_run_info(plan, params, run),
         experiment={"twin": _twin_section(draws, params)},
         machine_info=machine_info(), commit_info=commit_info())
-    result.write()
-    from ..report.summary import write_summary
 
-    write_summary(root / "summary.md", run.measurements, (),
-                  title=f"lagscale simulate (twin, draw {run.draw} of {len(draws.runs)}, "
-                        f"seed {run.seed}) {title}", experiment=result.experiment)
-    return result
+
+def _write_tables(run: TwinRun, root: Path) -> None:
+    """``timeline.csv`` and ``events.jsonl`` (one record per event, as the real logs)."""
+    run.timeline.to_csv(root / "timeline.csv", index=False)
+    with open(root / "events.jsonl", "w", encoding="utf-8") as fh:
+        for row in run.events.itertuples():
+            fh.write(json.dumps({"event": row.event, "source": row.source,
+                                 "monotonic_s": row.monotonic_s, **row.fields},
+                                default=str) + "\n")
 
 
 def _run_info(plan: Any, params: TwinParams, run: TwinRun) -> dict[str, Any]:

@@ -73,7 +73,6 @@ class Replica:
     started_s: float
     work_s: float
     probe_phase_s: float
-    heartbeat_phase_s: float
     phase: str = "starting"
     ready_at_s: float | None = None
     subscribe_at_s: float | None = None
@@ -98,8 +97,8 @@ class Replica:
 
 @dataclass(frozen=True)
 class Draw:
-    """The random inputs of one run, seconds: the controller's phase, and per replica start the
-    cold-start factor, probe phase and heartbeat phase come from ``rng``."""
+    """The random inputs of one run: the controller's phase (seconds); each replica start's
+    cold-start factor and probe phase come from ``rng``."""
 
     seed: int
     controller_phase_s: float
@@ -166,8 +165,7 @@ class World:
         factor = math.exp(rng.normal(0.0, p.cold_start_jitter)) if p.cold_start_jitter else 1.0
         replica = Replica(rid=f"replica-{self._next_id:04d}", ordinal=ordinal, started_s=t_s,
                           work_s=p.cold_start_alone_s * factor,
-                          probe_phase_s=float(rng.uniform(0, p.probe_period_s)),
-                          heartbeat_phase_s=float(rng.uniform(0, p.heartbeat_s)))
+                          probe_phase_s=float(rng.uniform(0, p.probe_period_s)))
         self._next_id += 1
         self.replicas.append(replica)
         self.events.emit(t_s, "platform", "replica_started", replica_id=replica.rid,
@@ -342,4 +340,4 @@ def _share(avail: dict[int, int], limit: int) -> dict[int, int]:
     return out
 
 
-__all__ = ["Batch", "Draw", "EventSink", "Replica", "SIGTERM_DELAY_S", "World"]
+__all__ = ["SIGTERM_DELAY_S", "Batch", "Draw", "EventSink", "Replica", "World"]

@@ -50,7 +50,7 @@ def test_production_follows_the_schedule(spike_production) -> None:
     per_tick = spike_production.cumulative.sum(axis=1)
     assert np.all(np.diff(per_tick) >= 0)
     # 200/s for the first 60 s, then 2,000/s: 12,000 by 60 s, 32,000 by 70 s
-    at = lambda s: int(round(s / spike_production.tick_s))  # noqa: E731
+    at = lambda s: int(round(s / spike_production.tick_s))
     assert abs(int(per_tick[at(60)]) - 12_000) <= 1
     assert abs(int(per_tick[at(70)]) - 32_000) <= 1
 

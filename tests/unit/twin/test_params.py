@@ -8,11 +8,15 @@ import copy
 import pytest
 
 from pytest_lagscale.config._read import load_yaml
-from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.config.bundled import manifest_paths
+from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.errors import ConfigError
-from pytest_lagscale.twin.params import (calibration_path, load_calibration, parse_calibration,
-                                         twin_params)
+from pytest_lagscale.twin.params import (
+    calibration_path,
+    load_calibration,
+    parse_calibration,
+    twin_params,
+)
 
 
 @pytest.mark.parametrize("engine", ["spark", "arrow"], ids=["spark", "arrow"])
