@@ -66,6 +66,7 @@ from .report import cli as _report_cli  # noqa: E402,F401  (registers `compare`)
 from .report import findings_cli as _findings_cli  # noqa: E402,F401  (registers `report`)
 from .report import baseline_cli as _baseline_cli  # noqa: E402,F401  (registers `baseline`)
 from .twin import cli as _twin_cli  # noqa: E402,F401  (registers `simulate`)
+from .twin import tune_cli as _tune_cli  # noqa: E402,F401  (registers `tune`)
 
 
 def main() -> None:
