@@ -121,3 +121,5 @@ def _plan(settings: object, problems: list[str]) -> tuple[object, object]:
 
 
 __all__ = ["check_simulate_options", "distribution_table", "simulate_command"]
+
+from . import calibrate_cli as _calibrate_cli  # noqa: E402,F401  (registers `twin calibrate`)

@@ -8,8 +8,15 @@ real runs (docs/twin.md gives each number's derivation)::
     engine: spark
     machine: {cores: 2, description: "..."}
     source_runs: [20261123T051559Z-spike-ci, ...]     # run directories the numbers came from
-    processing: {per_batch_engine_s: 0.27}
-    cold_start: {alone_s: 5.5, cores: 1.68, jitter: 0.13}
+    processing:
+      per_batch_engine_s: 0.12     # one member, nothing starting
+      engine_s_per_member: 0.06    # optional (default 0): + per further member
+      engine_s_per_starting: 0.2   # optional (default 0): + per replica starting
+    cold_start:
+      alone_s: 5.5
+      cores: 1.68
+      jitter: 0.13
+      member_load: 0.3             # optional (default 0): a member's CPU share, in starters
     group:
       subscribe_s: 0.05          # engine ready -> subscribed
       first_fetch_s: 0.45        # assigned -> first record
@@ -17,6 +24,10 @@ real runs (docs/twin.md gives each number's derivation)::
       exit_s: 1.0                # SIGTERM -> process gone (replica_stopped)
       round_s: {eager: 0.6, cooperative: 0.6}   # classic JoinGroup+SyncGroup round
       heartbeat_s: 1.0           # KIP-848 (balancer consumer) heartbeat interval
+
+The ``optional`` keys were added with their defaults (a file without them means what it meant
+before: constant engine time, starts slowed by other starts only), so the schema stays at
+version 1; ``lagscale twin calibrate`` (:mod:`.calibrate`) writes all of them.
 
 What comes from the run's own inputs (the Deployment: per-record time, max batch, trigger
 interval, readiness probe period, balancer) is filled in by :func:`twin_params`.
@@ -50,7 +61,10 @@ class TwinParams:
     Attributes:
         engine: ``spark`` or ``arrow``.
         per_record_ms: simulated write per record, ms (``--process-ms`` / ``--inflight``).
-        per_batch_engine_s: the engine's fixed time per micro-batch, seconds.
+        per_batch_engine_s: the engine's fixed time per micro-batch with one member and
+            nothing starting, seconds.
+        engine_s_per_member: seconds the fixed time grows per further member (CPU contention).
+        engine_s_per_starting: seconds it grows per replica starting (a JVM start is CPU-bound).
         max_batch_records: most records per micro-batch (``--max-batch``).
         trigger_interval_s: shortest time between batch starts (``--trigger-interval``), s.
         cold_start_alone_s: replica_started -> engine ready of one replica starting alone on an
@@ -58,6 +72,8 @@ class TwinParams:
         cold_start_cores: cores the starting replicas share: each of n concurrent starters
             progresses at ``min(1, cores / n)`` of its alone speed.
         cold_start_jitter: relative standard deviation of one start's work (lognormal).
+        cold_start_member_load: a member's CPU demand in starters: each of n starters with m
+            members progresses at ``min(1, cores / (n + member_load x m))``.
         subscribe_s: engine ready -> ``subscribed``, seconds.
         round_s: classic protocol (eager, cooperative) join/sync round after the last member
             reached its batch boundary, seconds, by protocol.
@@ -87,6 +103,9 @@ class TwinParams:
     drain_s: float
     exit_s: float
     probe_period_s: float = 2.0
+    engine_s_per_member: float = 0.0
+    engine_s_per_starting: float = 0.0
+    cold_start_member_load: float = 0.0
     balancer: str = "cooperative-sticky"
     source: str = ""
     source_runs: tuple[str, ...] = ()
@@ -97,9 +116,15 @@ class TwinParams:
         """``eager``, ``cooperative`` or ``consumer`` (KIP-848), from :attr:`balancer`."""
         return PROTOCOLS[self.balancer]
 
-    def batch_s(self, records: int) -> float:
+    def engine_s(self, members: int = 1, starting: int = 0) -> float:
+        """The engine's fixed seconds per batch with ``members`` replicas past their engine
+        start (at least 1: the batch's own) and ``starting`` replicas starting."""
+        return (self.per_batch_engine_s + self.engine_s_per_member * max(0, members - 1)
+                + self.engine_s_per_starting * max(0, starting))
+
+    def batch_s(self, records: int, members: int = 1, starting: int = 0) -> float:
         """Seconds one batch of ``records`` takes: engine time + records x per-record time."""
-        return self.per_batch_engine_s + records * self.per_record_ms / 1000.0
+        return self.engine_s(members, starting) + records * self.per_record_ms / 1000.0
 
     @property
     def capacity_per_s(self) -> float:
@@ -132,6 +157,12 @@ def _number(node: Mapping[str, Any], key: str, path: str, p: Problems, lo: float
         p.add(sub, value, allowed, f"set '{sub}' within the range")
         return math.nan
     return float(value)
+
+
+def _optional(node: Mapping[str, Any], key: str, path: str, p: Problems, hi: float,
+              unit: str) -> float:
+    """An optional number in [0, hi] (0 when absent)."""
+    return _number(node, key, path, p, 0, hi, unit) if key in node else 0.0
 
 
 def _section(doc: Mapping[str, Any], key: str, known: tuple[str, ...],
@@ -167,8 +198,9 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     doc = mapping(doc, "", p) or {}
     p.unknown_keys(doc, "", _TOP_KEYS)
     engine, runs, machine = _header(doc, p)
-    proc = _section(doc, "processing", ("per_batch_engine_s",), p)
-    cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter"), p)
+    proc = _section(doc, "processing", ("per_batch_engine_s", "engine_s_per_member",
+                                        "engine_s_per_starting"), p)
+    cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter", "member_load"), p)
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
                                      "round_s", "heartbeat_s"), p)
     rounds = mapping(group.get("round_s", {}), "group.round_s", p) or {}
@@ -178,7 +210,12 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         per_batch_engine_s=_number(proc, "per_batch_engine_s", "processing", p, 0, 60, "s"),
         cold_start_alone_s=_number(cold, "alone_s", "cold_start", p, 0, 600, "s"),
         cold_start_cores=_number(cold, "cores", "cold_start", p, 0, 1024, "cores", lo_open=True),
+        engine_s_per_member=_optional(proc, "engine_s_per_member", "processing", p, 60, "s"),
+        engine_s_per_starting=_optional(proc, "engine_s_per_starting", "processing", p, 60,
+                                        "s"),
         cold_start_jitter=_number(cold, "jitter", "cold_start", p, 0, 1, "(relative sd)"),
+        cold_start_member_load=_optional(cold, "member_load", "cold_start", p, 64,
+                                         "(starters per member)"),
         subscribe_s=_number(group, "subscribe_s", "group", p, 0, 60, "s"),
         first_fetch_s=_number(group, "first_fetch_s", "group", p, 0, 60, "s"),
         drain_s=_number(group, "drain_s", "group", p, 0, 600, "s"),

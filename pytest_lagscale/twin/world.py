@@ -4,8 +4,9 @@ One :class:`World` is one simulated run. Every ``tick_s`` (0.125 s) :meth:`World
 
 1. the producer: each partition's log end follows :class:`~.load.Production` (the profile's
    schedule and the seeded generator's exact key-to-partition mapping);
-2. the platform: replicas starting share the machine's cores (each of n concurrent starters
-   progresses at ``min(1, cores / n)`` of its alone speed), then engine ready -> subscribed ->
+2. the platform: replicas starting share the machine's cores with each other and with the
+   running replicas (each of n concurrent starters with m members progresses at
+   ``min(1, cores / (n + member_load x m))`` of its alone speed), then engine ready -> subscribed ->
    the group (:mod:`.group`); the readiness probe marks a joined replica ready at its next probe
    tick; SIGTERM -> drain (the batch in progress is cut at the records written, committed) ->
    revoked and left -> process gone;
@@ -13,8 +14,9 @@ One :class:`World` is one simulated run. Every ``tick_s`` (0.125 s) :meth:`World
    where the group's callbacks run (:meth:`~.group.Group.boundary`) -> a new batch starts when
    records are fetchable and the trigger allows (no earlier than ``trigger_interval_s`` after the
    previous start; at once when the previous batch ran longer): up to ``max_batch_records``,
-   lasting ``per_batch_engine_s + records x per_record_ms``; records count as processed evenly
-   over the write;
+   lasting ``engine_s(members, starting) + records x per_record_ms`` (the engine's fixed time
+   grows with the replicas running and starting at the batch's start: CPU contention on the
+   machine); records count as processed evenly over the write;
 4. the group's timers (round completions, KIP-848 heartbeats).
 
 Events go to :class:`EventSink` with the names and fields of the real replica, platform and
@@ -197,11 +199,21 @@ class World:
             if replica.batch is not None:
                 self._credit(replica.batch, t)
 
+    def load(self) -> tuple[int, int]:
+        """``(members, starting)``: replicas past their engine start and not gone, and replicas
+        whose engine is starting (the CPU load the contention model counts)."""
+        members = sum(1 for r in self.replicas if r.phase in ("subscribing", "member")
+                      or (r.phase == "stopping" and r.subscribe_at_s is not None))
+        starting = sum(1 for r in self.replicas if r.phase == "starting" and r.sigterm_s is None)
+        return members, starting
+
     def _cold_starts(self, t: float) -> None:
         starting = [r for r in self.replicas if r.phase == "starting" and r.sigterm_s is None]
         if not starting:
             return
-        rate = min(1.0, self.params.cold_start_cores / len(starting))
+        members, _ = self.load()
+        demand = len(starting) + self.params.cold_start_member_load * members
+        rate = min(1.0, self.params.cold_start_cores / demand)
         for replica in starting:
             replica.work_s -= rate * self.tick_s
             if replica.work_s <= 0:
@@ -270,8 +282,10 @@ class World:
         records = sum(counts.values())
         for q, n in counts.items():
             self.position[q] += n
-        engine_end = t + self.params.per_batch_engine_s
-        replica.batch = Batch(t, engine_end, self.params.batch_s(records) + t,
+        members, starting = self.load()
+        engine_end = t + self.params.engine_s(max(1, members), starting)
+        replica.batch = Batch(t, engine_end, self.params.batch_s(records, max(1, members),
+                                                                  starting) + t,
                               {q: n for q, n in counts.items() if n}, records)
         replica.next_start_s = t + self.params.trigger_interval_s
         if not replica.first_record:

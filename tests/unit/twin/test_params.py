@@ -34,8 +34,8 @@ def test_deployment_fills_the_processing_parameters() -> None:
     # consumer-deployment-ci.yaml: --process-ms=25 --inflight=10 --trigger-interval=1
     assert (params.per_record_ms, params.max_batch_records, params.trigger_interval_s,
             params.probe_period_s, params.protocol) == (2.5, 2000, 1.0, 2.0, "cooperative")
-    # 2000 records per 0.27 + 2000 x 2.5 ms = 5.27 s
-    assert params.capacity_per_s == pytest.approx(2000 / 5.27)
+    # 2000 records per (engine time alone) + 2000 x 2.5 ms
+    assert params.capacity_per_s == pytest.approx(2000 / (params.per_batch_engine_s + 5.0))
     assert twin_params(deployment, balancer="range").protocol == "eager"
     assert twin_params(deployment, engine="arrow").per_batch_engine_s == 0.025
 
@@ -66,6 +66,7 @@ def test_unknown_keys_missing_runs_and_wrong_version_are_errors() -> None:
     doc["schema_version"] = 2
     doc["source_runs"] = []
     doc["cold_start"]["alone"] = doc["cold_start"].pop("alone_s")
+    alone = doc["cold_start"]["alone"]
     with pytest.raises(ConfigError) as info:
         parse_calibration(doc, source="cal.yaml")
     assert info.value.problems == [
@@ -73,7 +74,7 @@ def test_unknown_keys_missing_runs_and_wrong_version_are_errors() -> None:
         "version this twin reads)",
         "'source_runs': got [], expected a non-empty list of run directory names in cal.yaml; "
         "list the runs the numbers came from",
-        "'cold_start.alone': got 5.48, expected a known key of 'cold_start' in cal.yaml; "
+        f"'cold_start.alone': got {alone!r}, expected a known key of 'cold_start' in cal.yaml; "
         "rename it to 'cold_start.alone_s'",
         "'cold_start.alone_s': got no value, expected a number in [0, 600] s in cal.yaml; add "
         "'cold_start.alone_s'",

@@ -1,0 +1,325 @@
+"""``lagscale twin calibrate``: the twin's calibration, extracted from real runs' event logs and
+stores.
+
+:func:`calibrate` turns the :class:`~.facts.RunFacts` of real runs of one engine into a
+calibration document (``schema_version: 1``, the keys of :mod:`.params`); :func:`render` writes
+it as YAML with each number's derivation as a comment. Every number comes from an event-level
+fact (a replica's lifecycle events, its micro-batches in the store, the broker's settings), never
+from a reaction time, peak lag, drain time or replica-seconds:
+
+========================  =====================================================================
+key                       derivation
+========================  =====================================================================
+per_batch_engine_s,       micro-batches followed at once by the next (start to next start >
+engine_s_per_member,      trigger interval + 0.05 s, at least half a full batch, the next start
+engine_s_per_starting     within 3 s of the last write): cycle - ceil(records / inflight) x
+                          process-ms, regressed (least squares: the mean) on the members
+                          (replicas past engine_ready) - 1 and the replicas starting at the
+                          batch's start
+cold_start.alone_s        median ``replica_started -> engine_ready`` of replicas starting alone
+                          (no other replica alive during the start)
+cold_start.cores,         grid fit over every start: a start's work is the integral of
+cold_start.member_load    ``min(1, cores / (starting + member_load x members))`` over its
+                          ``replica_started -> engine_ready``; the pair minimising
+                          sum |log(work / alone_s)|
+cold_start.jitter         IQR / 1.349 of log(work / alone_s) over every start at the fit
+subscribe_s               median ``engine_ready -> subscribed``
+first_fetch_s             median ``assigned -> first_record`` of assignments after load_start
+drain_s, exit_s           ``replica_terminating -> closed`` / ``-> replica_stopped``: median of
+                          the per-run medians of graceful runs
+round_s (both)            10 % quantile of ``subscribed -> joined`` of single starts (members,
+                          no other replica starting) in cooperative-sticky runs without static
+                          membership (eager runs when there is none): the round with no member
+                          busy; the rest is waiting for batch boundaries, which the twin models
+heartbeat_s               the broker's ``group.consumer.heartbeat.interval.ms`` (Kafka's 5000
+                          when not recorded)
+========================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .facts import RunFacts, run_settings
+from .params import SCHEMA_VERSION
+
+#: Grid of the cold-start fit: cores and member_load.
+CORES_GRID = np.round(np.arange(0.5, 4.0001, 0.02), 3)
+MEMBER_LOAD_GRID = np.round(np.arange(0.0, 1.5001, 0.01), 3)
+#: Fewest batch samples for the contention regression (else constant engine time).
+MIN_BATCHES = 20
+#: Seconds after a batch's last write beyond which the next start is not engine time.
+MAX_GAP_S = 3.0
+
+
+def _median(values: Sequence[float], what: str) -> float:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        raise ConfigError(f"{what}: no samples in the runs given; give runs that record it")
+    return float(statistics.median(values))
+
+
+def _processing(facts: RunFacts) -> tuple[float, int, int, float]:
+    """``(process_ms, inflight, max_batch, trigger_interval_s)`` of a run's Deployment."""
+    from ..contract.flags import FLAG_BY_OPTION
+    from ..experiment.plan import plan_run
+
+    plan = plan_run(run_settings(facts.benchmark))
+    replica = plan.deployment.replica
+    raw = replica.flags.get("--max-batch")
+    max_batch = FLAG_BY_OPTION["--max-batch"].parse(raw) if raw else \
+        FLAG_BY_OPTION["--max-batch"].default
+    return (float(replica.process_ms), max(1, int(replica.inflight)), int(max_batch),
+            float(plan.trigger_interval_s))
+
+
+def engine_samples(facts: RunFacts) -> np.ndarray:
+    """Rows ``(overhead_s, members - 1, starting)`` of a run's back-to-back batches."""
+    if facts.batches.empty:
+        return np.empty((0, 3))
+    process_ms, inflight, max_batch, trigger_s = _processing(facts)
+    b = facts.batches
+    cycle = b["next_start_s"] - b["start_s"]
+    keep = ((cycle > trigger_s + 0.05) & (b["records"] >= max_batch / 2)
+            & (b["next_start_s"] - b["write_end_s"] <= MAX_GAP_S))
+    rows = []
+    for rec, c in zip(b[keep].itertuples(), cycle[keep]):
+        members, starting = facts.counts_at(rec.start_s)
+        overhead = c - math.ceil(rec.records / inflight) * process_ms / 1000.0
+        rows.append((overhead, max(0, members - 1), starting))
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def fit_engine(samples: np.ndarray) -> tuple[float, float, float]:
+    """``(base_s, per_member_s, per_starting_s)``: least squares of overhead on
+    ``[1, members - 1, starting]`` (the conditional MEAN: a replica's throughput is records over
+    the mean cycle, and the overhead is heavy-tailed: its median under-states it), slopes
+    clipped at 0 (refitted without a clipped term); the mean and zero slopes when there are
+    fewer than :data:`MIN_BATCHES` samples or the load never varied.
+
+    Raises:
+        ConfigError: no samples at all.
+    """
+    if len(samples) == 0:
+        raise ConfigError("processing.per_batch_engine_s: no back-to-back micro-batches in the "
+                          "runs' stores; give runs with a backlog and their store/")
+    y = samples[:, 0]
+    if len(samples) < MIN_BATCHES or np.ptp(samples[:, 1:], axis=0).max() == 0:
+        return float(np.mean(y)), 0.0, 0.0
+    terms = [1, 2]
+    while True:
+        x = np.c_[np.ones(len(y)), samples[:, terms]]
+        beta = np.linalg.lstsq(x, y, rcond=None)[0]
+        negative = [t for t, b in zip(terms, beta[1:]) if b < 0]
+        if not negative:
+            break
+        terms = [t for t in terms if t not in negative]
+    slopes = dict(zip(terms, beta[1:]))
+    return (max(0.0, float(beta[0])), float(slopes.get(1, 0.0)), float(slopes.get(2, 0.0)))
+
+
+def start_segments(facts: RunFacts) -> list[tuple[float, np.ndarray]]:
+    """Per start: ``(duration_s, segments)``, segments rows ``(dt_s, starting incl. itself,
+    members)`` over its ``replica_started -> engine_ready``."""
+    changes = facts.change_times()
+    out = []
+    for rid, life in facts.lifecycles.items():
+        t0, t1 = life.get("replica_started"), life.get("engine_ready")
+        if t0 is None or t1 is None or t1 <= t0:
+            continue
+        cuts = np.concatenate(([t0], changes[(changes > t0) & (changes < t1)], [t1]))
+        rows = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            members, starting = facts.counts_at(a, exclude=rid)
+            rows.append((b - a, starting + 1, members))
+        out.append((t1 - t0, np.array(rows, dtype=float)))
+    return out
+
+
+def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]]) -> dict[str, float]:
+    """``alone_s``, ``cores``, ``member_load``, ``jitter`` (see the module docstring).
+
+    Raises:
+        ConfigError: no replica started alone.
+    """
+    alone = [d for d, seg in starts if seg[:, 1].max() == 1 and seg[:, 2].max() == 0]
+    if not alone:
+        raise ConfigError("cold_start.alone_s: no replica started alone (no other replica "
+                          "alive) in the runs given; give a run whose first replica starts "
+                          "on an idle machine")
+    alone_s = float(statistics.median(alone))
+    index = np.concatenate([np.full(len(seg), i) for i, (_, seg) in enumerate(starts)])
+    seg = np.concatenate([s for _, s in starts])
+    best = (math.inf, 0.0, 0.0)
+    for cores in CORES_GRID:
+        demand = seg[:, 1][None, :] + MEMBER_LOAD_GRID[:, None] * seg[:, 2][None, :]
+        work = seg[:, 0][None, :] * np.minimum(1.0, cores / demand)
+        totals = np.stack([np.bincount(index, row, len(starts)) for row in work])
+        cost = np.abs(np.log(totals / alone_s)).sum(axis=1)
+        k = int(np.argmin(cost))
+        if cost[k] < best[0] - 1e-9:
+            best = (float(cost[k]), float(cores), float(MEMBER_LOAD_GRID[k]))
+    _, cores, load = best
+    work = [float((s[:, 0] * np.minimum(1.0, cores / (s[:, 1] + load * s[:, 2]))).sum())
+            for _, s in starts]
+    logs = np.log(np.array(work) / alone_s)
+    jitter = float((np.quantile(logs, 0.75) - np.quantile(logs, 0.25)) / 1.349)
+    return {"alone_s": alone_s, "cores": cores, "member_load": load,
+            "jitter": min(1.0, jitter), "starts": float(len(starts)),
+            "alone": float(len(alone))}
+
+
+def _span(facts: RunFacts, a: str, b: str, after_load: bool = False) -> list[float]:
+    out = []
+    for life in facts.lifecycles.values():
+        if a in life and b in life and life[b] >= life[a]:
+            if after_load and not life[a] >= facts.load_start_s:
+                continue
+            out.append(life[b] - life[a])
+    return out
+
+
+def _single_joins(facts: RunFacts) -> list[float]:
+    """``subscribed -> joined`` of starts joining a group with members and no other replica
+    starting at ``subscribed``."""
+    out = []
+    for rid, life in facts.lifecycles.items():
+        if "subscribed" in life and "joined" in life:
+            members, starting = facts.counts_at(life["subscribed"], exclude=rid)
+            if members > 0 and starting == 0:
+                out.append(life["joined"] - life["subscribed"])
+    return out
+
+
+def group_values(runs: Sequence[RunFacts]) -> dict[str, float]:
+    """``subscribe_s``, ``first_fetch_s``, ``drain_s``, ``exit_s``, ``round_s`` and
+    ``heartbeat_s`` (see the module docstring).
+
+    Raises:
+        ConfigError: a value with no samples.
+    """
+    graceful = [f for f in runs if (f.benchmark.get("run") or {}).get("graceful_drain", True)]
+    classic = [f for f in runs if not (f.benchmark.get("inputs") or {}).get("static_membership")]
+    coop = [f for f in classic if f.balancer == "cooperative-sticky"] or \
+        [f for f in classic if f.balancer in ("range", "roundrobin")]
+    rounds = [v for f in coop for v in _single_joins(f)]
+    beats = [float(f.broker["group.consumer.heartbeat.interval.ms"]) / 1000.0 for f in runs
+             if "group.consumer.heartbeat.interval.ms" in f.broker]
+    return {
+        "subscribe_s": _median([v for f in runs for v in _span(f, "engine_ready", "subscribed")],
+                               "group.subscribe_s"),
+        "first_fetch_s": _median([v for f in runs for v in
+                                  _span(f, "assigned", "first_record", after_load=True)],
+                                 "group.first_fetch_s"),
+        "drain_s": _median([statistics.median(v) for f in graceful
+                            if (v := _span(f, "replica_terminating", "closed"))],
+                           "group.drain_s"),
+        "exit_s": _median([statistics.median(v) for f in graceful
+                           if (v := _span(f, "replica_terminating", "replica_stopped"))],
+                          "group.exit_s"),
+        "round_s": (float(np.quantile(rounds, 0.1)) if rounds
+                    else _median([], "group.round_s")),
+        "heartbeat_s": statistics.median(beats) if beats else 5.0}
+
+
+def machine_of(runs: Sequence[RunFacts]) -> dict[str, Any]:
+    """``{cores, description}`` from the runs' ``machine_info``.
+
+    Raises:
+        ConfigError: the runs were measured on machines with different core counts.
+    """
+    cores = {(f.benchmark.get("machine_info") or {}).get("cpu_count") for f in runs}
+    if len(cores) != 1 or None in cores:
+        raise ConfigError(f"machine_info.cpu_count: got {sorted(map(str, cores))}, expected one "
+                          "core count over all runs; calibrate from runs of one machine")
+    node = {(f.benchmark.get("machine_info") or {}).get("node", "?") for f in runs}
+    return {"cores": int(cores.pop()),
+            "description": f"host {', '.join(sorted(map(str, node)))}: broker, Prometheus and "
+                           "replicas on one machine"}
+
+
+def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
+    """The calibration document of ``engine`` from ``runs`` (those of other engines are left
+    out), with ``notes``: per key, how many samples it came from.
+
+    Raises:
+        ConfigError: no run of the engine, mixed machines, or a value without samples.
+    """
+    mine = [f for f in runs if f.engine == engine]
+    if not mine:
+        raise ConfigError(f"--engine: got {engine!r}, but none of the {len(runs)} runs given "
+                          f"ran it (engines: {sorted({f.engine for f in runs})}); give runs of "
+                          "that engine")
+    samples = np.concatenate([engine_samples(f) for f in mine])
+    base, per_member, per_starting = fit_engine(samples)
+    cold = fit_cold_start([s for f in mine for s in start_segments(f)])
+    group = group_values(mine)
+    r = lambda v, n=3: round(float(v), n)  # noqa: E731
+    return {
+        "schema_version": SCHEMA_VERSION, "engine": engine, "machine": machine_of(mine),
+        "source_runs": sorted(f.name for f in mine),
+        "processing": {"per_batch_engine_s": r(base), "engine_s_per_member": r(per_member),
+                       "engine_s_per_starting": r(per_starting)},
+        "cold_start": {"alone_s": r(cold["alone_s"], 2), "cores": r(cold["cores"], 2),
+                       "jitter": r(cold["jitter"], 2), "member_load": r(cold["member_load"], 2)},
+        "group": {"subscribe_s": r(group["subscribe_s"], 2),
+                  "first_fetch_s": r(group["first_fetch_s"], 2),
+                  "drain_s": r(group["drain_s"], 2), "exit_s": r(group["exit_s"], 2),
+                  "round_s": {"cooperative": r(group["round_s"], 2),
+                              "eager": r(group["round_s"], 2)},
+                  "heartbeat_s": r(group["heartbeat_s"], 2)},
+        "notes": {"batches": len(samples), "starts": int(cold["starts"]),
+                  "alone_starts": int(cold["alone"])}}
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The calibration as YAML text: a header naming its derivation, then the keys."""
+    import yaml
+
+    notes = doc.get("notes", {})
+    body = {k: v for k, v in doc.items() if k != "notes"}
+    header = [
+        f"# Calibration of the twin (pytest_lagscale/twin) for replicas on the {doc['engine']} "
+        "engine,",
+        "# written by `lagscale twin calibrate` (pytest_lagscale/twin/calibrate.py gives each "
+        "key's",
+        "# derivation) from the event logs, stores and benchmark JSON of source_runs; none was "
+        "fitted",
+        "# to a reaction time, peak lag, drain time or replica-seconds. Samples: "
+        f"{notes.get('batches', '?')} back-to-back",
+        f"# micro-batches (engine time), {notes.get('starts', '?')} cold starts "
+        f"({notes.get('alone_starts', '?')} alone).",
+    ]
+    return "\n".join(header) + "\n" + yaml.safe_dump(body, sort_keys=False)
+
+
+def run_dirs(paths: Sequence[str | Path]) -> list[Path]:
+    """Run directories: each path that holds a ``benchmark.json``, or its subdirectories that
+    do (a ``lagscale-runs`` parent), in name order.
+
+    Raises:
+        ConfigError: a path that is neither (one line per path).
+    """
+    out, problems = [], []
+    for raw in paths:
+        path = Path(raw)
+        if (path / "benchmark.json").is_file():
+            out.append(path)
+        elif path.is_dir() and (subs := sorted(p.parent for p in path.glob("*/benchmark.json"))):
+            out.extend(subs)
+        else:
+            problems.append(f"RUN_DIR: got {str(raw)!r}, expected a run directory of lagscale "
+                            "run (with benchmark.json) or a directory of them; check the path")
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+__all__ = ["calibrate", "engine_samples", "fit_cold_start", "fit_engine", "group_values",
+           "machine_of", "render", "run_dirs", "start_segments"]

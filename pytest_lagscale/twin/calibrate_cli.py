@@ -1,0 +1,92 @@
+"""``lagscale twin calibrate``: write the twin's calibration from real runs.
+
+Registers the ``twin`` command group on :data:`pytest_lagscale.cli.app` (``twin/cli.py`` imports
+this module)::
+
+    lagscale twin calibrate RUN_DIR... [--engine spark|arrow] [--out PATH]
+
+Each RUN_DIR is a run directory of ``lagscale run`` (``benchmark.json``, ``events.jsonl``,
+``store/``) or a directory of them. The runs of ``--engine`` are read, the parameters extracted
+(:mod:`.calibrate`), checked with the reader of the bundled files
+(:func:`.params.parse_calibration`) and written as YAML to ``--out`` (stdout when not given).
+
+Exit codes: 0 written; 2 bad input, one ``error:`` line per problem, nothing written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..cli import app, fail_usage
+from ..errors import ConfigError
+
+twin_app = typer.Typer(help="The twin's calibration from real runs.", no_args_is_help=True)
+app.add_typer(twin_app, name="twin")
+
+
+def calibration_text(paths: List[str], engine: str) -> str:
+    """The calibration YAML of ``engine`` from the runs under ``paths``.
+
+    Raises:
+        ConfigError: bad paths, unreadable runs, no run of the engine, a value without samples,
+            or a result the twin's reader rejects.
+    """
+    import yaml
+
+    from .calibrate import calibrate, render, run_dirs
+    from .facts import read_run
+    from .params import ENGINES, parse_calibration
+
+    problems, runs, dirs = [], [], []
+    if engine not in ENGINES:
+        problems.append(f"--engine: got {engine!r}, expected one of {', '.join(ENGINES)}; "
+                        "pick one of them")
+    try:
+        dirs = run_dirs(paths)
+    except ConfigError as exc:
+        problems += exc.problems
+    for path in dirs:
+        try:
+            runs.append(read_run(path))
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    text = render(calibrate(runs, engine))
+    parse_calibration(yaml.safe_load(text), source="<calibrated>")
+    return text
+
+
+@twin_app.command("calibrate")
+def calibrate_command(
+    run_dirs: List[str] = typer.Argument(..., metavar="RUN_DIR...",
+                                         help="Run directories of lagscale run, or directories "
+                                              "of them"),
+    engine: str = typer.Option("spark", "--engine", metavar="spark|arrow",
+                               help="The engine to calibrate (its runs are used). "
+                                    "Default: spark"),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="PATH",
+                                       help="The calibration file to write. Default: stdout"),
+) -> None:
+    """Extract the twin's calibration from real runs' event logs, stores and benchmark JSON."""
+    problems = []
+    if out is not None and out.is_dir():
+        problems.append(f"--out: got {str(out)!r}, a directory; give a file path")
+    try:
+        text = calibration_text(run_dirs, engine)
+    except ConfigError as exc:
+        problems += exc.problems
+    if problems:
+        raise fail_usage(ConfigError(problems))
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"calibration: {out}")
+
+
+__all__ = ["calibrate_command", "calibration_text", "twin_app"]

@@ -1,0 +1,195 @@
+"""Event-level facts of a real run directory, for calibrating and validating the twin.
+
+:func:`read_run` reads one run directory of ``lagscale run`` (``benchmark.json``, the merged
+``events.jsonl`` and the replicas' parquet ``store/``) into :class:`RunFacts`: the run's
+settings (to plan and simulate it again), each replica's lifecycle (``replica_started``,
+``engine_ready``, ``subscribed``, first ``joined``, first non-empty ``assigned``,
+``first_record``, ``replica_terminating``, ``closed``, ``replica_stopped``; wall-clock seconds)
+and its micro-batches (one row per distinct ``processed_at_ns`` of a replica). Only event-level
+facts are read here: never a reaction time, peak lag, drain time or replica-seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+
+#: Events whose first occurrence per replica is kept (replica event name -> lifecycle key).
+LIFECYCLE_EVENTS = ("replica_started", "engine_ready", "subscribed", "joined", "assigned",
+                    "first_record", "replica_terminating", "closed", "replica_stopped")
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the calibration reads from one real run.
+
+    Attributes:
+        name: the run directory's name.
+        path: the run directory.
+        benchmark: the parsed ``benchmark.json``.
+        engine: the replicas' engine (``spark``, ``arrow``, ...).
+        balancer: the replicas' ``--balancer``.
+        lifecycles: replica id -> lifecycle key -> wall-clock seconds (first occurrence;
+            ``assigned`` is the first assignment with partitions).
+        load_start_s: wall-clock seconds of the producer's ``load_start`` (nan when absent).
+        batches: one row per micro-batch: ``replica_id``, ``records``, ``start_s``
+            (processed_at), ``write_start_s`` and ``write_end_s`` (first and last
+            ``written_at``), ``next_start_s`` (the replica's next batch, nan for its last);
+            empty when the run has no store.
+        broker: the broker's settings (``inputs.broker``).
+    """
+
+    name: str
+    path: Path
+    benchmark: dict[str, Any]
+    engine: str
+    balancer: str
+    lifecycles: dict[str, dict[str, float]]
+    load_start_s: float
+    batches: pd.DataFrame
+    broker: dict[str, str]
+
+    def counts_at(self, t_s: float, exclude: str | None = None) -> tuple[int, int]:
+        """``(members, starting)`` at wall-clock ``t_s``: replicas past ``engine_ready`` and
+        not yet stopped, and replicas started whose engine is not ready (``exclude`` left out).
+        """
+        members = starting = 0
+        for rid, life in self.lifecycles.items():
+            if rid == exclude or "replica_started" not in life:
+                continue
+            end = life.get("replica_stopped", math.inf)
+            ready = life.get("engine_ready", end)
+            if life["replica_started"] <= t_s < ready:
+                starting += 1
+            elif ready <= t_s < end:
+                members += 1
+        return members, starting
+
+    def change_times(self) -> np.ndarray:
+        """Sorted wall-clock seconds at which :meth:`counts_at` can change."""
+        times = {life[key] for life in self.lifecycles.values()
+                 for key in ("replica_started", "engine_ready", "replica_stopped") if key in life}
+        return np.array(sorted(times), dtype=float)
+
+
+def run_settings(benchmark: dict[str, Any]) -> Any:
+    """The :class:`~pytest_lagscale.experiment.settings.RunSettings` a run's ``benchmark.json``
+    records (profile, policy, scale, balancer, partitions, engine, trigger interval, lagThreshold
+    override, static membership, graceful scale-down, actions as recorded in ``run.actions``
+    are not re-added: the profile's own come back with it).
+
+    Raises:
+        ConfigError: ``inputs`` is missing or lacks the profile.
+    """
+    from ..experiment.settings import RunSettings
+
+    inputs = benchmark.get("inputs")
+    run = benchmark.get("run") or {}
+    if not isinstance(inputs, dict) or not inputs.get("profile"):
+        raise ConfigError(f"'inputs.profile': got {inputs!r:.60}, expected the run's profile "
+                          "name in benchmark.json; give a benchmark.json of lagscale run")
+    return RunSettings(
+        profile=inputs["profile"], policy=inputs.get("policy"),
+        scale=inputs.get("scale") or "ci", balancer=inputs.get("balancer"),
+        partitions=inputs.get("partitions"), engine=inputs.get("engine"),
+        trigger_interval_s=inputs.get("trigger_interval_s"),
+        lag_threshold=inputs.get("lag_threshold") or run.get("lag_threshold"),
+        static_membership=bool(inputs.get("static_membership")),
+        graceful=bool(run.get("graceful_drain", True)))
+
+
+def read_benchmark(path: Path) -> dict[str, Any]:
+    """A ``benchmark.json`` as a dict.
+
+    Raises:
+        ConfigError: missing, unreadable or not a JSON object.
+    """
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"'{path}': got {type(exc).__name__}: {exc}, expected a readable "
+                          "benchmark.json; give a run directory of lagscale run") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"'{path}': got {type(doc).__name__}, expected a JSON object; give "
+                          "a run directory of lagscale run")
+    return doc
+
+
+def _lifecycles(events_path: Path) -> tuple[dict[str, dict[str, float]], float]:
+    lives: dict[str, dict[str, float]] = {}
+    load_start = math.nan
+    with open(events_path, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            name, rid = rec.get("event"), rec.get("replica_id")
+            if name == "load_start" and math.isnan(load_start):
+                load_start = rec["wall_ns"] / 1e9
+            if name not in LIFECYCLE_EVENTS or not rid:
+                continue
+            if name == "assigned" and not rec.get("partitions"):
+                continue
+            lives.setdefault(rid, {}).setdefault(name, rec["wall_ns"] / 1e9)
+    return lives, load_start
+
+
+def read_batches(store: Path) -> pd.DataFrame:
+    """One row per micro-batch of every replica under ``store/`` (see :attr:`RunFacts.batches`).
+    """
+    frames = []
+    for replica_dir in sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []:
+        files = sorted(replica_dir.glob("*.parquet"))
+        if not files:
+            continue
+        rows = pd.concat(pd.read_parquet(f, columns=["processed_at_ns", "written_at_ns"])
+                         for f in files)
+        g = rows.groupby("processed_at_ns")["written_at_ns"].agg(["size", "min", "max"])
+        g = g.reset_index().sort_values("processed_at_ns")
+        frames.append(pd.DataFrame({
+            "replica_id": replica_dir.name, "records": g["size"].to_numpy(),
+            "start_s": g["processed_at_ns"].to_numpy() / 1e9,
+            "write_start_s": g["min"].to_numpy() / 1e9, "write_end_s": g["max"].to_numpy() / 1e9,
+            "next_start_s": np.append(g["processed_at_ns"].to_numpy()[1:] / 1e9, np.nan)}))
+    columns = ["replica_id", "records", "start_s", "write_start_s", "write_end_s",
+               "next_start_s"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def read_run(run_dir: str | Path, *, with_store: bool = True) -> RunFacts:
+    """Read one run directory (see the module docstring).
+
+    Raises:
+        ConfigError: not a directory, or ``benchmark.json`` / ``events.jsonl`` missing or bad.
+    """
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ConfigError(f"RUN_DIR: got {str(path)!r}, expected a run directory of lagscale "
+                          "run (benchmark.json, events.jsonl, store/); check the path")
+    bench = read_benchmark(path / "benchmark.json")
+    if not (path / "events.jsonl").is_file():
+        raise ConfigError(f"RUN_DIR: {str(path)!r} has no events.jsonl, expected the merged "
+                          "event log of lagscale run; give a complete run directory")
+    try:
+        lives, load_start = _lifecycles(path / "events.jsonl")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"'{path / 'events.jsonl'}': got {type(exc).__name__}: {exc}, "
+                          "expected one JSON event per line with wall_ns; give an intact "
+                          "event log") from exc
+    inputs = bench.get("inputs") or {}
+    batches = read_batches(path / "store") if with_store else read_batches(path / "-")
+    return RunFacts(name=path.name, path=path, benchmark=bench,
+                    engine=str(inputs.get("engine") or ""),
+                    balancer=str(inputs.get("balancer") or ""), lifecycles=lives,
+                    load_start_s=load_start, batches=batches,
+                    broker=dict(inputs.get("broker") or {}))
+
+
+__all__ = ["LIFECYCLE_EVENTS", "RunFacts", "read_batches", "read_benchmark", "read_run",
+           "run_settings"]
