@@ -27,10 +27,12 @@ subscribe_s               median ``engine_ready -> subscribed``
 first_fetch_s             median ``assigned -> first_record`` of assignments after load_start
 drain_s, exit_s           ``replica_terminating -> closed`` / ``-> replica_stopped``: median of
                           the per-run medians of graceful runs
-round_s (both)            10 % quantile of ``subscribed -> joined`` of single starts (members,
-                          no other replica starting) in cooperative-sticky runs without static
-                          membership (eager runs when there is none): the round with no member
-                          busy; the rest is waiting for batch boundaries, which the twin models
+round_s (both)            median ``revoked -> assigned`` of a revoked partition to its next
+                          owner in cooperative-sticky runs without static membership (eager runs
+                          when there is none): the second cooperative round, which starts at the
+                          revocation and waits for nobody; the classic JoinGroup + SyncGroup
+                          round does not depend on the assignor, so eager uses the same (its
+                          waits for members' batch boundaries are modelled by the twin)
 heartbeat_s               the broker's ``group.consumer.heartbeat.interval.ms`` (Kafka's 5000
                           when not recorded)
 ========================  =====================================================================
@@ -185,18 +187,6 @@ def _span(facts: RunFacts, a: str, b: str, after_load: bool = False) -> list[flo
     return out
 
 
-def _single_joins(facts: RunFacts) -> list[float]:
-    """``subscribed -> joined`` of starts joining a group with members and no other replica
-    starting at ``subscribed``."""
-    out = []
-    for rid, life in facts.lifecycles.items():
-        if "subscribed" in life and "joined" in life:
-            members, starting = facts.counts_at(life["subscribed"], exclude=rid)
-            if members > 0 and starting == 0:
-                out.append(life["joined"] - life["subscribed"])
-    return out
-
-
 def group_values(runs: Sequence[RunFacts]) -> dict[str, float]:
     """``subscribe_s``, ``first_fetch_s``, ``drain_s``, ``exit_s``, ``round_s`` and
     ``heartbeat_s`` (see the module docstring).
@@ -208,7 +198,7 @@ def group_values(runs: Sequence[RunFacts]) -> dict[str, float]:
     classic = [f for f in runs if not (f.benchmark.get("inputs") or {}).get("static_membership")]
     coop = [f for f in classic if f.balancer == "cooperative-sticky"] or \
         [f for f in classic if f.balancer in ("range", "roundrobin")]
-    rounds = [v for f in coop for v in _single_joins(f)]
+    rounds = [v for f in coop for v in f.handovers_s]
     beats = [float(f.broker["group.consumer.heartbeat.interval.ms"]) / 1000.0 for f in runs
              if "group.consumer.heartbeat.interval.ms" in f.broker]
     return {
@@ -223,8 +213,7 @@ def group_values(runs: Sequence[RunFacts]) -> dict[str, float]:
         "exit_s": _median([statistics.median(v) for f in graceful
                            if (v := _span(f, "replica_terminating", "replica_stopped"))],
                           "group.exit_s"),
-        "round_s": (float(np.quantile(rounds, 0.1)) if rounds
-                    else _median([], "group.round_s")),
+        "round_s": _median(rounds, "group.round_s"),
         "heartbeat_s": statistics.median(beats) if beats else 5.0}
 
 

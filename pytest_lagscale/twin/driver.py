@@ -170,9 +170,9 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
             ev.emit(t, "runner", "run_phase", phase="autoscale" if k == k_auto else "load")
         if k >= 0 and k % per_bucket == 0:
             timeline.close(world)
-            if t > end and _settled(world, inputs):
-                settled = True
+            if settled:  # the settled state's own bucket is recorded, as a real run's
                 break
+            settled = t > end and _settled(world, inputs)
             timeline.open(t, world, controller.desired)
         _marks_due(world, marks, t)
         world.tick(k)

@@ -45,6 +45,8 @@ class RunFacts:
             ``written_at``), ``next_start_s`` (the replica's next batch, nan for its last);
             empty when the run has no store.
         broker: the broker's settings (``inputs.broker``).
+        handovers_s: per revoked partition, seconds from its ``revoked`` to its next
+            ``assigned`` (to any replica), in event order.
     """
 
     name: str
@@ -56,6 +58,7 @@ class RunFacts:
     load_start_s: float
     batches: pd.DataFrame
     broker: dict[str, str]
+    handovers_s: tuple[float, ...] = ()
 
     def counts_at(self, t_s: float, exclude: str | None = None) -> tuple[int, int]:
         """``(members, starting)`` at wall-clock ``t_s``: replicas past ``engine_ready`` and
@@ -123,21 +126,27 @@ def read_benchmark(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _lifecycles(events_path: Path) -> tuple[dict[str, dict[str, float]], float]:
+def _lifecycles(events_path: Path) -> tuple[dict[str, dict[str, float]], float,
+                                            tuple[float, ...]]:
+    """Lifecycles, ``load_start`` and handovers (see :class:`RunFacts`) of an event log."""
+    with open(events_path, encoding="utf-8") as fh:
+        records = sorted((json.loads(line) for line in fh), key=lambda r: r["wall_ns"])
     lives: dict[str, dict[str, float]] = {}
     load_start = math.nan
-    with open(events_path, encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            name, rid = rec.get("event"), rec.get("replica_id")
-            if name == "load_start" and math.isnan(load_start):
-                load_start = rec["wall_ns"] / 1e9
-            if name not in LIFECYCLE_EVENTS or not rid:
-                continue
-            if name == "assigned" and not rec.get("partitions"):
-                continue
-            lives.setdefault(rid, {}).setdefault(name, rec["wall_ns"] / 1e9)
-    return lives, load_start
+    revoked: dict[int, float] = {}
+    handovers = []
+    for rec in records:
+        name, rid, t = rec.get("event"), rec.get("replica_id"), rec["wall_ns"] / 1e9
+        parts = [int(q) for q in rec.get("partitions") or []]
+        if name == "load_start" and math.isnan(load_start):
+            load_start = t
+        elif name == "revoked":
+            revoked.update({q: t for q in parts})
+        elif name == "assigned":
+            handovers += [t - revoked.pop(q) for q in parts if q in revoked]
+        if name in LIFECYCLE_EVENTS and rid and (name != "assigned" or parts):
+            lives.setdefault(rid, {}).setdefault(name, t)
+    return lives, load_start, tuple(handovers)
 
 
 def read_batches(store: Path) -> pd.DataFrame:
@@ -177,7 +186,7 @@ def read_run(run_dir: str | Path, *, with_store: bool = True) -> RunFacts:
         raise ConfigError(f"RUN_DIR: {str(path)!r} has no events.jsonl, expected the merged "
                           "event log of lagscale run; give a complete run directory")
     try:
-        lives, load_start = _lifecycles(path / "events.jsonl")
+        lives, load_start, handovers = _lifecycles(path / "events.jsonl")
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"'{path / 'events.jsonl'}': got {type(exc).__name__}: {exc}, "
                           "expected one JSON event per line with wall_ns; give an intact "
@@ -188,7 +197,7 @@ def read_run(run_dir: str | Path, *, with_store: bool = True) -> RunFacts:
                     engine=str(inputs.get("engine") or ""),
                     balancer=str(inputs.get("balancer") or ""), lifecycles=lives,
                     load_start_s=load_start, batches=batches,
-                    broker=dict(inputs.get("broker") or {}))
+                    broker=dict(inputs.get("broker") or {}), handovers_s=handovers)
 
 
 __all__ = ["LIFECYCLE_EVENTS", "RunFacts", "read_batches", "read_benchmark", "read_run",

@@ -81,9 +81,10 @@ class ClassicGroup(_Base):
         if self.round_members is None:
             self.round_members = list(self.members)
             self.done_at = None
-            for r in self.members:
-                r.rejoin = True
-                self.waiting.add(r)
+            if not self.cooperative:  # cooperative members rejoin in the background
+                for r in self.members:
+                    r.rejoin = True
+                    self.waiting.add(r)
 
     def join(self, replica: Replica, t: float) -> None:
         """``replica`` subscribed at ``t``: it joins the current or a new round at once."""
@@ -111,6 +112,7 @@ class ClassicGroup(_Base):
             revoke, replica.pending_revoke = sorted(replica.pending_revoke), set()
             self._revoke(replica, revoke, t)
             self._start_round(t)
+            self._check(t)
         if replica.rejoin and replica in self.waiting:
             replica.rejoin = False
             self.waiting.discard(replica)

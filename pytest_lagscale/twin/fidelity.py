@@ -1,0 +1,309 @@
+"""How well the calibrated twin predicts a real run: :func:`predict_run`.
+
+A real run directory (its ``benchmark.json``: the inputs, via :func:`.facts.run_settings`, and
+the measured figures; its ``events.jsonl`` when present) is simulated again with ``draws``
+draws of the committed calibration, and compared:
+
+* per headline figure (reaction time, peak lag, drain time, replica-seconds, scale steps): the
+  relative error of the draws' median against the measured value (scale steps: the difference
+  in steps), and whether the measured value lies in the draws' 5-95 % band;
+* per event-level span (cold start ``replica_started -> replica_ready``, ``replica_started ->``
+  first ``assigned`` with partitions, and a revoked partition's ``revoked -> assigned`` to its
+  next owner): the real and the twin's medians and the two-sample Kolmogorov-Smirnov statistic
+  (sup |F_real - F_twin|, computed here: scipy is not a dependency), over all draws pooled.
+
+A run the twin does not model raises :class:`Unsupported` (its reasons are the documented
+unsupported inputs: :data:`UNSUPPORTED`), any other bad input :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .facts import read_benchmark, run_settings
+from .run import HEADLINE
+
+#: The documented inputs the twin does not model (docs/twin.md, "What is not modelled").
+UNSUPPORTED = ("CPU-scaled policies", "scheduled actions (increase_partitions, kill_replica, "
+               "rolling_restart, switch_policy)", "static membership", "SIGKILL scale-down",
+               "an engine without a calibration")
+#: Event-level spans compared: name -> description.
+SPANS = {"cold_start_s": "replica_started -> replica_ready",
+         "started_to_assigned_s": "replica_started -> first assigned with partitions",
+         "revoke_to_assigned_s": "a revoked partition's revoked -> assigned to its next owner"}
+
+
+class Unsupported(ConfigError):
+    """The run uses an input the twin does not model (one of :data:`UNSUPPORTED`)."""
+
+
+@dataclass(frozen=True)
+class FigureCheck:
+    """One headline figure: measured vs the draws (units of ``analyze.measure.METRICS``).
+
+    ``error`` is (median - measured) / measured, or for ``scale_steps`` median - measured;
+    None when either side is missing or measured is 0.
+    """
+
+    name: str
+    measured: float | None
+    median: float | None
+    p5: float | None
+    p95: float | None
+    error: float | None
+    in_band: bool | None
+
+
+@dataclass(frozen=True)
+class SpanCheck:
+    """One event-level span: real vs twin, seconds; ``ks`` the two-sample KS statistic."""
+
+    name: str
+    real_median: float | None
+    twin_median: float | None
+    ks: float | None
+    real_n: int
+    twin_n: int
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """A real run against its prediction."""
+
+    run: str
+    label: str
+    draws: int
+    seconds: float
+    figures: tuple[FigureCheck, ...]
+    spans: tuple[SpanCheck, ...]
+
+    def figure(self, name: str) -> FigureCheck:
+        """The check of headline figure ``name``."""
+        return next(f for f in self.figures if f.name == name)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``run``, ``label``, ``draws``, ``seconds``, ``figures`` and ``spans`` by
+        name."""
+        return {"run": self.run, "label": self.label, "draws": self.draws,
+                "seconds": round(self.seconds, 3),
+                "figures": {f.name: asdict(f) for f in self.figures},
+                "spans": {s.name: asdict(s) for s in self.spans}}
+
+
+def ks_statistic(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Two-sample Kolmogorov-Smirnov statistic sup_x |F_a(x) - F_b(x)| (None when a side is
+    empty)."""
+    if len(a) == 0 or len(b) == 0:
+        return None
+    a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
+    grid = np.concatenate([a, b])
+    fa = np.searchsorted(a, grid, side="right") / len(a)
+    fb = np.searchsorted(b, grid, side="right") / len(b)
+    return float(np.max(np.abs(fa - fb)))
+
+
+def spans(records: Iterable[tuple[float, str, str | None, dict[str, Any]]]) -> dict[str,
+                                                                                   list[float]]:
+    """Per :data:`SPANS` name, the samples (seconds) of one run's events, given as
+    ``(t_s, event, replica_id, fields)`` in any order."""
+    started: dict[str, float] = {}
+    out: dict[str, list[float]] = {name: [] for name in SPANS}
+    first_assigned: set[str] = set()
+    revoked: dict[int, float] = {}
+    for t, event, rid, fields in sorted(records, key=lambda r: r[0]):
+        parts = fields.get("partitions") or []
+        if event == "replica_started" and rid:
+            started[rid] = t
+        elif event == "replica_ready" and rid in started:
+            out["cold_start_s"].append(t - started[rid])
+        elif event == "revoked":
+            revoked.update({int(q): t for q in parts})
+        elif event == "assigned" and parts:
+            if rid in started and rid not in first_assigned:
+                first_assigned.add(rid)
+                out["started_to_assigned_s"].append(t - started[rid])
+            for q in parts:
+                if int(q) in revoked:
+                    out["revoke_to_assigned_s"].append(t - revoked.pop(int(q)))
+    return out
+
+
+def real_records(events_path: Path) -> list[tuple[float, str, str | None, dict[str, Any]]]:
+    """``(monotonic_s, event, replica_id, record)`` of a real run's ``events.jsonl``."""
+    out = []
+    with open(events_path, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            out.append((float(rec["monotonic_s"]), rec["event"],
+                        rec.get("replica_id") or None, rec))
+    return out
+
+
+def twin_records(run: Any) -> list[tuple[float, str, str | None, dict[str, Any]]]:
+    """The same tuples from a :class:`~.run.TwinRun`'s event table."""
+    return [(float(r.monotonic_s), r.event, r.replica_id if isinstance(r.replica_id, str)
+             else None, r.fields) for r in run.events.itertuples()]
+
+
+def plan_for(benchmark: dict[str, Any]) -> Any:
+    """The twin's plan of a real run's inputs.
+
+    Raises:
+        Unsupported: the run used an input the twin does not model (the reasons).
+        ConfigError: the inputs do not plan (unknown profile, bad values, ...).
+    """
+    from ..experiment.plan import plan_run
+    from .params import ENGINES
+    from .run import plan_of
+
+    settings = run_settings(benchmark)
+    plan = plan_run(settings)
+    run = benchmark.get("run") or {}
+    reasons = []
+    if plan.build_policy().needs_cpu:
+        reasons.append(f"policy {plan.policy_name!r} scales on CPU")
+    if plan.actions or run.get("actions"):
+        reasons.append("the run scheduled actions")
+    if settings.static_membership:
+        reasons.append("static membership")
+    if not settings.graceful:
+        reasons.append("SIGKILL scale-down (graceful drain off)")
+    if plan.engine not in ENGINES:
+        reasons.append(f"engine {plan.engine!r} has no calibration")
+    if reasons:
+        raise Unsupported([f"{benchmark.get('run', {}).get('label', '?')}: not modelled by the "
+                           f"twin: {reason}" for reason in reasons])
+    return plan_of(plan)
+
+
+def figure_check(name: str, measured: float | None,
+                 dist: dict[str, float | None]) -> FigureCheck:
+    """Compare one measured figure with the draws' distribution (see :class:`FigureCheck`)."""
+    median, p5, p95 = dist.get("median"), dist.get("p5"), dist.get("p95")
+    error = None
+    if measured is not None and median is not None:
+        if name == "scale_steps":
+            error = median - measured
+        elif measured != 0:
+            error = (median - measured) / abs(measured)
+    in_band = (None if measured is None or p5 is None or p95 is None
+               else bool(p5 - 1e-9 <= measured <= p95 + 1e-9))
+    return FigureCheck(name, measured, median, p5, p95, error, in_band)
+
+
+def _measured(benchmark: dict[str, Any], name: str) -> float | None:
+    value = ((benchmark.get("metrics") or {}).get(name) or {}).get("value")
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def span_checks(real: dict[str, list[float]], twin: dict[str, list[float]]) -> tuple[SpanCheck,
+                                                                                      ...]:
+    """One :class:`SpanCheck` per :data:`SPANS` name."""
+    def med(values: list[float]) -> float | None:
+        return float(statistics.median(values)) if values else None
+    return tuple(SpanCheck(name, med(real.get(name, [])), med(twin.get(name, [])),
+                           ks_statistic(real.get(name, []), twin.get(name, [])),
+                           len(real.get(name, [])), len(twin.get(name, [])))
+                 for name in SPANS)
+
+
+def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
+                params: Any = None) -> Fidelity:
+    """Predict a real run (a run directory or its ``benchmark.json``) and compare.
+
+    Args:
+        run: the run directory (or ``benchmark.json`` path); ``events.jsonl`` beside it is
+            optional (without it the spans have no real samples).
+        draws: twin draws (1..1000).
+        seed: the draws' seed.
+        params: :class:`~.params.TwinParams`; default: the committed calibration.
+
+    Raises:
+        Unsupported: a documented unsupported input.
+        ConfigError: a bad run directory or inputs, or ``draws`` out of range.
+    """
+    from .run import params_for, simulate_draws
+
+    if not 1 <= draws <= 1000:
+        raise ConfigError(f"draws: got {draws!r}, expected an integer in [1, 1000]")
+    path = Path(run)
+    root = path.parent if path.name == "benchmark.json" else path
+    bench = read_benchmark(root / "benchmark.json")
+    started = time.perf_counter()
+    plan = plan_for(bench)
+    result = simulate_draws(plan, params or params_for(plan), seed, draws)
+    figures = tuple(figure_check(name, _measured(bench, name), result.distribution[name])
+                    for name in HEADLINE)
+    twin: dict[str, list[float]] = {name: [] for name in SPANS}
+    for one in result.runs:
+        for name, values in spans(twin_records(one)).items():
+            twin[name].extend(values)
+    events = root / "events.jsonl"
+    real = spans(real_records(events)) if events.is_file() else {}
+    return Fidelity(run=root.name, label=str((bench.get("run") or {}).get("label", root.name)),
+                    draws=draws, seconds=time.perf_counter() - started, figures=figures,
+                    spans=span_checks(real, twin))
+
+
+#: Issue 13's targets: figure -> largest |error| of the draws' median (relative; steps: steps).
+TARGETS = {"reaction_time_s": 0.15, "peak_lag_records": 0.15, "drain_time_s": 0.15,
+           "replica_seconds": 0.10, "scale_steps": 2.0}
+#: Fewest runs whose measured value lies in the draws' 5-95 % band, as a fraction, per figure.
+BAND_TARGET = 0.8
+#: Hard sanity bounds: an error beyond these is a broken twin, never a known miss.
+SANITY = {"reaction_time_s": 0.5, "peak_lag_records": 0.5, "drain_time_s": 0.5,
+          "replica_seconds": 0.5, "scale_steps": 6.0}
+
+
+def _check(name: str, threshold: float, value: Any, ok: bool) -> dict[str, Any]:
+    return {"name": name, "threshold": threshold, "value": value,
+            "verdict": "pass" if ok else "fail"}
+
+
+def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Issue 13's targets over ``results``: ``(assertions, insane)``.
+
+    ``assertions`` (``name``, ``threshold``, ``value``, ``verdict``) holds one per run and
+    figure with both sides measured (``"<label>: <figure> |error| <= <target>"``; a figure the
+    real run measured but no draw did fails it) and one per figure for the band
+    (``"<figure> measured in the 5-95 % band in >= 80 % of runs"``); ``insane`` lists the errors
+    beyond :data:`SANITY`.
+    """
+    assertions, insane, bands = [], [], {name: [] for name in TARGETS}
+    for res in results:
+        for fig in res.figures:
+            if fig.measured is None:
+                continue
+            unit = "steps" if fig.name == "scale_steps" else "relative"
+            value = None if fig.error is None else round(fig.error, 3)
+            ok = value is not None and abs(value) <= TARGETS[fig.name]
+            assertions.append(_check(f"{res.label}: {fig.name} |error| <= "
+                                     f"{TARGETS[fig.name]:g} ({unit})", TARGETS[fig.name],
+                                     value, ok))
+            if value is not None and abs(value) > SANITY[fig.name]:
+                insane.append(f"{res.label}: {fig.name} error {value} beyond the sanity bound "
+                              f"{SANITY[fig.name]:g} (measured {fig.measured}, twin median "
+                              f"{fig.median})")
+            if fig.in_band is not None:
+                bands[fig.name].append(fig.in_band)
+    for name, flags in bands.items():
+        if flags:
+            share = sum(flags) / len(flags)
+            assertions.append(_check(f"{name} measured in the 5-95 % band in >= "
+                                     f"{BAND_TARGET:.0%} of runs", BAND_TARGET,
+                                     round(share, 3), share >= BAND_TARGET))
+    return assertions, insane
+
+
+__all__ = ["BAND_TARGET", "SANITY", "TARGETS", "assess", "SPANS", "UNSUPPORTED", "Fidelity", "FigureCheck", "SpanCheck", "Unsupported",
+           "figure_check", "ks_statistic", "plan_for", "predict_run", "real_records", "spans",
+           "span_checks", "twin_records"]
