@@ -26,6 +26,12 @@ from .tune import DEFAULT_BUDGET, MAX_DRAWS
 
 DEFAULT_OUT = Path("lagscale-runs")
 EXIT_MISSED = 1
+SLO_HELP = ("An objective held at the draws' 95th percentile, e.g. drain_time_s<=60 "
+            "(repeatable; metrics of analyze.METRICS)")
+SPACE_HELP = ("Fields to search: KEY=LO..HI[:N], KEY=A|B|C or KEY=V (repeatable; lagThreshold "
+              "log-spaced). Keys: lagThreshold, pollingInterval, cooldownPeriod, "
+              "minReplicaCount, maxReplicaCount, scaleUp|scaleDown.stabilizationWindowSeconds, "
+              "scaleUp|scaleDown.policies[I].value|periodSeconds")
 
 
 def _number(value: float | None, digits: int = 1) -> str:
@@ -43,13 +49,14 @@ def front_table(result: Any) -> Any:
                         f"({len(result.points)} points, "
                         f"{result.request.draws} draws each)")
     keys = [a.key for a in result.request.axes]
-    for column in ("#", *keys, "replica-s", "peak lag p95", "drain p95 (s)", "SLOs", "front"):
-        table.add_column(column, justify="left" if column in ("SLOs", "front") else "right")
+    for column in ("#", *keys, "replica-s", "lag p95", "drain p95 s", "SLOs", "front"):
+        table.add_column(column, justify="left" if column in ("SLOs", "front") else "right",
+                         no_wrap=column not in keys)
     points = sorted((result.points[i] for i in on),
                     key=lambda p: (p.median("replica_seconds") or 0.0, p.index))
     for point in points:
         best = result.best is not None and point.index == result.best.index
-        fronts = " + ".join("lag" if m == "peak_lag_records" else "drain" for m in on[point.index])
+        fronts = "+".join("lag" if m == "peak_lag_records" else "drain" for m in on[point.index])
         table.add_row(f"{point.index}{' *' if best else ''}",
                       *(str(point.values[k]) for k in keys),
                       _number(point.median("replica_seconds"), 0),
@@ -128,6 +135,8 @@ def run_tune(options: Any, out: Path, confirm_run: bool, console: Any,
         if path is not None:
             console.print(f"{name}: {path}", highlight=False, soft_wrap=True)
     if result.best is None:
+        if confirm_run:
+            console.print("--confirm: skipped (no point meets every SLO)", highlight=False)
         return EXIT_MISSED
     if not confirm_run:
         return 0
@@ -166,17 +175,9 @@ def tune_command(
                                 help="Traffic profile: a bundled name or a YAML path"),
     policy: str = typer.Option(..., "--policy", metavar="NAME|PATH",
                                help="The ScaledObject to tune: a bundled name or a YAML path"),
-    slo: list[str] = typer.Option([], "--slo", metavar="METRIC<=VALUE",
-                                  help="An objective held at the draws' 95th percentile, e.g. "
-                                       "drain_time_s<=60 (repeatable; metrics of "
-                                       "analyze.METRICS)"),
+    slo: list[str] = typer.Option([], "--slo", metavar="METRIC<=VALUE", help=SLO_HELP),
     space: list[str] = typer.Option([], "--space", metavar="KEY=LO..HI[:N],...",
-                                    help="Fields to search: KEY=LO..HI[:N], KEY=A|B|C or KEY=V "
-                                         "(repeatable; lagThreshold log-spaced). Keys: "
-                                         "lagThreshold, pollingInterval, cooldownPeriod, "
-                                         "minReplicaCount, maxReplicaCount, scaleUp|scaleDown."
-                                         "stabilizationWindowSeconds, scaleUp|scaleDown."
-                                         "policies[I].value|periodSeconds"),
+                                    help=SPACE_HELP),
     draws: int = typer.Option(30, "--draws", metavar="N",
                               help=f"Twin draws per point, 1..{MAX_DRAWS}. Default: 30"),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", metavar="N",

@@ -43,8 +43,9 @@ def test_front_keeps_only_undominated_points_by_replica_seconds() -> None:
 
 def test_best_is_the_cheapest_feasible_point_ties_by_drain_then_lag_then_index() -> None:
     points = [_point(0, 900, 50_000, 40), _point(1, 700, 40_000, 30, feasible=False),
-              _point(2, 800, 60_000, 50), _point(3, 800, 55_000, 45),
-              _point(4, 800, 50_000, 45), _point(5, 800, 50_000, 45)]
+              _point(2, 800, 60_000, 50), _point(3, 800, 55_000, 44),
+              _point(4, 800, 50_000, 44), _point(5, 800, 50_000, 44),
+              _point(6, 800, 40_000, 46)]
     assert best_point(points).index == 4
     assert best_point([points[1]]) is None
 

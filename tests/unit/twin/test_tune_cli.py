@@ -138,3 +138,14 @@ def test_confirm_missing_an_slo_exits_1(tmp_path: Path) -> None:
     code, text, _ = _confirmed(tmp_path, 400.0)
     assert code == 1
     assert "SLO drain_time_s<=300: missed (measured 400.0)" in text
+
+
+def test_confirm_is_skipped_when_no_point_meets_the_slos(tmp_path: Path) -> None:
+    def runner(plan):
+        raise AssertionError("no real run without a feasible point")
+    text = io.StringIO()
+    options = TuneOptions(profile="spike-ci", policy="scaledobject-ci",
+                          space=("lagThreshold=500",), slos=("drain_time_s<=1",), draws=1)
+    code = run_tune(options, tmp_path, True, Console(file=text, width=200), runner)
+    assert code == 1
+    assert "--confirm: skipped (no point meets every SLO)" in text.getvalue()
