@@ -1,14 +1,16 @@
 """The twin's consumer group: rebalances per protocol, with pauses at batch boundaries.
 
 A replica serves its group's callbacks only between batches (the real replica polls between
-micro-batches), so every protocol below acts on a member at its next batch boundary
-(:meth:`boundary`), never inside a batch.
+micro-batches), so every protocol below revokes and rejoins (eager) at a member's next batch
+boundary (:meth:`boundary`), never inside a batch.
 
 * **eager** (``range``, ``roundrobin``): a membership change starts a round; each member rejoins
   at its batch boundary and revokes *all* its partitions there (stop the world); the round ends
   ``round_s`` after the last member rejoined, and every member is assigned its new partitions.
-* **cooperative** (``cooperative-sticky``): the same rounds, but members keep their partitions
-  while rejoining; at the round's end unowned partitions go to their target owner at once and
+* **cooperative** (``cooperative-sticky``): rounds too, but members keep their partitions and
+  rejoin in the background (librdkafka's thread: no batch boundary is waited for; the real
+  runs' new members join 0.4-1 s after subscribing while the others are mid-batch), so a round
+  ends ``round_s`` after its last change; at the round's end unowned partitions go to their target owner at once and
   the members owning a partition that moves revoke only that partition at their next boundary,
   which starts a second round that hands the revoked partitions over. Only moved partitions
   pause.

@@ -1,0 +1,198 @@
+"""lagscale twin calibrate: the fits recover known parameters, a synthetic run directory gives
+the numbers it was built with, and bad input exits 2 with one error line per problem."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pytest_lagscale.cli import app
+from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.twin.calibrate import (
+    calibrate,
+    engine_samples,
+    fit_cold_start,
+    fit_engine,
+    render,
+    run_dirs,
+)
+from pytest_lagscale.twin.facts import read_run, run_settings
+from pytest_lagscale.twin.params import parse_calibration
+
+T0 = 1_800_000_000.0  # wall-clock seconds of the synthetic run's start
+
+
+def _event(t: float, event: str, source: str = "platform", **fields) -> dict:
+    return {"event": event, "source": source, "wall_ns": int((T0 + t) * 1e9),
+            "monotonic_s": 1000.0 + t, **fields}
+
+
+def _events() -> list[dict]:
+    """r1 starts alone (5.0 s), r2 and r3 start together at 40 s (both 9.0 s), r3 leaves."""
+    ev = [_event(0.0, "replica_started", replica_id="r1"),
+          _event(5.0, "engine_ready", "r1", replica_id="r1"),
+          _event(5.05, "subscribed", "r1", replica_id="r1"),
+          _event(5.1, "assigned", "r1", replica_id="r1", partitions=[0, 1]),
+          _event(5.1, "joined", "r1", replica_id="r1", partitions=[0, 1]),
+          _event(10.0, "load_start", "producer"),
+          _event(10.5, "first_record", "r1", replica_id="r1")]
+    for rid in ("r2", "r3"):
+        ev += [_event(40.0, "replica_started", replica_id=rid),
+               _event(49.0, "engine_ready", rid, replica_id=rid),
+               _event(49.05, "subscribed", rid, replica_id=rid)]
+    ev += [_event(50.0, "revoked", "r1", replica_id="r1", partitions=[1]),
+           _event(50.7, "assigned", "r2", replica_id="r2", partitions=[1]),
+           _event(51.4, "first_record", "r2", replica_id="r2"),
+           _event(60.0, "replica_terminating", replica_id="r3"),
+           _event(60.3, "closed", "r3", replica_id="r3"),
+           _event(61.2, "replica_stopped", replica_id="r3")]
+    return ev
+
+
+def _batches(store: Path) -> None:
+    """r1: back-to-back full batches (2000 records, cycle 5.5 s: 0.5 s engine time)."""
+    rows, start = [], T0 + 11.0
+    for _ in range(6):
+        for wave in range(200):
+            written = start + 0.1 + wave * 0.025
+            rows += [(int(start * 1e9), int(written * 1e9))] * 10
+        start += 5.5
+    frame = pd.DataFrame(rows, columns=["processed_at_ns", "written_at_ns"])
+    (store / "r1").mkdir(parents=True)
+    frame.to_parquet(store / "r1" / "000001.parquet")
+
+
+def make_run(root: Path, name: str = "20261123T000000Z-spike-ci", **bench) -> Path:
+    """A synthetic run directory of the ci spike (spark, cooperative-sticky, 2 cores)."""
+    run = root / name
+    run.mkdir(parents=True)
+    doc = {"inputs": {"profile": "spike-ci", "policy": "scaledobject-ci", "scale": "ci",
+                      "engine": "spark", "balancer": "cooperative-sticky", "partitions": 8,
+                      "trigger_interval_s": 1.0,
+                      "broker": {"group.consumer.heartbeat.interval.ms": "1000"}},
+           "run": {"label": "spike-ci", "graceful_drain": True, "actions": []},
+           "machine_info": {"cpu_count": 2, "node": "vm"}, **bench}
+    (run / "benchmark.json").write_text(json.dumps(doc))
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in _events()))
+    _batches(run / "store")
+    return run
+
+
+def test_fit_engine_recovers_the_contention_terms() -> None:
+    rng = np.random.default_rng(3)
+    members, starting = rng.integers(0, 8, 400), rng.integers(0, 4, 400)
+    overhead = 0.2 + 0.05 * members + 0.25 * starting + rng.normal(0, 0.02, 400)
+    base, per_member, per_starting = fit_engine(np.c_[overhead, members, starting])
+    assert (base, per_member, per_starting) == pytest.approx((0.2, 0.05, 0.25), abs=0.01)
+
+
+def test_fit_engine_drops_a_negative_term_and_falls_back_to_the_mean() -> None:
+    rng = np.random.default_rng(4)
+    members = rng.integers(0, 8, 200)
+    overhead = 0.5 - 0.01 * members + rng.normal(0, 0.01, 200)
+    base, per_member, _ = fit_engine(np.c_[overhead, members, np.zeros(200)])
+    assert per_member == 0.0 and base == pytest.approx(overhead.mean(), abs=1e-9)
+    few = np.array([[0.3, 1, 0], [0.5, 2, 0]])
+    assert fit_engine(few) == (pytest.approx(0.4), 0.0, 0.0)
+    with pytest.raises(ConfigError, match="per_batch_engine_s"):
+        fit_engine(np.empty((0, 3)))
+
+
+def _shared_start(alone: float, cores: float, load: float, starters: int,
+                  members: int) -> tuple[float, np.ndarray]:
+    """A start under the model: ``starters`` starting together with ``members`` running."""
+    rate = min(1.0, cores / (starters + load * members))
+    duration = alone / rate
+    return duration, np.array([[duration, starters, members]], dtype=float)
+
+
+def test_fit_cold_start_recovers_cores_and_member_load() -> None:
+    starts = [_shared_start(5.0, 1.0, 0.0, 1, 0)] * 5
+    starts += [_shared_start(5.0, 1.6, 0.3, n, m) for n in (2, 4, 7) for m in (1, 4, 8)]
+    fit = fit_cold_start(starts)
+    assert fit["alone_s"] == 5.0 and fit["alone"] == 5
+    assert fit["cores"] == pytest.approx(1.6, abs=0.021)
+    assert fit["member_load"] == pytest.approx(0.3, abs=0.011)
+    assert fit["jitter"] == pytest.approx(0.0, abs=0.01)
+    with pytest.raises(ConfigError, match="no replica started alone"):
+        fit_cold_start([_shared_start(5.0, 1.6, 0.3, 4, 1)])
+
+
+def test_read_run_gives_the_lifecycles_handovers_and_batches(tmp_path: Path) -> None:
+    facts = read_run(make_run(tmp_path))
+    assert facts.lifecycles["r1"]["engine_ready"] - facts.lifecycles["r1"]["replica_started"] \
+        == pytest.approx(5.0)
+    assert facts.handovers_s == pytest.approx((0.7,))
+    assert len(facts.batches) == 6 and set(facts.batches["records"]) == {2000}
+    assert facts.counts_at(T0 + 45.0) == (1, 2)
+    assert facts.counts_at(T0 + 55.0) == (3, 0)
+    assert facts.counts_at(T0 + 62.0) == (2, 0)  # r3 stopped at 61.2 s
+    # 5 full batches with a next: cycle 5.5 s - 200 waves x 25 ms = 0.5 s, one member
+    assert engine_samples(facts) == pytest.approx(np.array([[0.5, 0, 0]] * 5), abs=1e-6)
+    assert run_settings(facts.benchmark).profile == "spike-ci"
+
+
+def test_calibrate_gives_the_numbers_the_run_was_built_with(tmp_path: Path) -> None:
+    doc = calibrate([read_run(make_run(tmp_path))], "spark")
+    assert doc["processing"] == {"per_batch_engine_s": 0.5, "engine_s_per_member": 0.0,
+                                 "engine_s_per_starting": 0.0}
+    assert doc["cold_start"]["alone_s"] == 5.0
+    group = doc["group"]
+    assert (group["subscribe_s"], group["drain_s"], group["exit_s"], group["heartbeat_s"]) == \
+        (0.05, 0.3, 1.2, 1.0)
+    assert group["round_s"] == {"cooperative": 0.7, "eager": 0.7}
+    # assigned -> first_record after load_start: r2 only (0.7 s); r1 was assigned before it
+    assert group["first_fetch_s"] == 0.7
+    assert doc["machine"]["cores"] == 2 and doc["source_runs"] == ["20261123T000000Z-spike-ci"]
+    parsed = parse_calibration(yaml.safe_load(render(doc)), source="x")
+    assert parsed["per_batch_engine_s"] == 0.5 and parsed["round_s"]["eager"] == 0.7
+
+
+def test_calibrate_refuses_runs_without_the_engine_or_from_two_machines(tmp_path: Path) -> None:
+    one = read_run(make_run(tmp_path))
+    with pytest.raises(ConfigError, match="--engine: got 'arrow'"):
+        calibrate([one], "arrow")
+    other = read_run(make_run(tmp_path, "20261123T000001Z-spike-ci",
+                              machine_info={"cpu_count": 4, "node": "big"}))
+    with pytest.raises(ConfigError, match="machine_info.cpu_count"):
+        calibrate([one, other], "spark")
+
+
+def test_run_dirs_takes_runs_and_their_parent(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "runs")
+    assert run_dirs([run]) == [run] == run_dirs([tmp_path / "runs"])
+    with pytest.raises(ConfigError) as info:
+        run_dirs([tmp_path / "missing", tmp_path / "also-missing"])
+    assert len(info.value.problems) == 2
+
+
+def test_cli_writes_a_calibration_the_twin_reads(tmp_path: Path) -> None:
+    make_run(tmp_path / "runs")
+    out = tmp_path / "cal" / "spark.yaml"
+    result = CliRunner().invoke(app, ["twin", "calibrate", str(tmp_path / "runs"),
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    values = parse_calibration(yaml.safe_load(out.read_text()), source=str(out))
+    assert values["cold_start_alone_s"] == 5.0 and not math.isnan(values["drain_s"])
+    assert out.read_text().startswith("# Calibration of the twin")
+
+
+def test_cli_bad_input_exits_2_with_one_error_line_each(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "benchmark.json").write_text("{not json")
+    result = CliRunner().invoke(app, ["twin", "calibrate", str(tmp_path / "missing"),
+                                      "--engine", "flink"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 2 and "--engine: got 'flink'" in lines[0] and "RUN_DIR" in lines[1]
+    result = CliRunner().invoke(app, ["twin", "calibrate", str(broken)])
+    assert result.exit_code == 2 and "benchmark.json" in result.output
+    assert "Traceback" not in result.output

@@ -1,0 +1,76 @@
+"""The contention terms of the calibration act in the twin's world: engine time grows with the
+replicas running and starting, cold starts slow down with the members running."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_lagscale.twin.params import with_changes
+from pytest_lagscale.twin.run import params_for, simulate
+
+
+def _engine_ready_s(run) -> list[float]:
+    """replica_started -> engine_ready of every replica of a twin run, in start order."""
+    started, out = {}, []
+    for row in run.events.itertuples():
+        if row.event == "replica_started":
+            started[row.replica_id] = row.monotonic_s
+        elif row.event == "engine_ready":
+            out.append(row.monotonic_s - started[row.replica_id])
+    return out
+
+
+def test_engine_time_grows_with_members_and_starting_replicas(spike_plan) -> None:
+    params = with_changes(params_for(spike_plan), per_batch_engine_s=0.2,
+                          engine_s_per_member=0.05, engine_s_per_starting=0.3)
+    assert params.engine_s() == pytest.approx(0.2)
+    assert params.engine_s(members=8, starting=2) == pytest.approx(0.2 + 7 * 0.05 + 2 * 0.3)
+    assert params.batch_s(2000, 8, 0) == pytest.approx(0.55 + 5.0)
+
+
+def test_a_busier_machine_drains_slower(spike_plan, spike_production) -> None:
+    base = with_changes(params_for(spike_plan), engine_s_per_member=0.0,
+                        engine_s_per_starting=0.0)
+    loaded = with_changes(base, engine_s_per_member=0.3)
+    quiet_run = simulate(spike_plan, base, seed=1, prod=spike_production)
+    busy_run = simulate(spike_plan, loaded, seed=1, prod=spike_production)
+    quiet = quiet_run.measurements.flat()["drain_time_s"]
+    busy = busy_run.measurements.flat()["drain_time_s"]
+    assert busy > quiet * 1.2, (quiet, busy)
+
+
+def test_members_slow_cold_starts(spike_plan, spike_production) -> None:
+    base = with_changes(params_for(spike_plan), cold_start_member_load=0.0, cold_start_jitter=0.0)
+    heavy = with_changes(base, cold_start_member_load=2.0)
+    quiet = _engine_ready_s(simulate(spike_plan, base, seed=1, prod=spike_production))
+    busy = _engine_ready_s(simulate(spike_plan, heavy, seed=1, prod=spike_production))
+    # the first replica starts alone on an idle machine: alone_s either way (to the tick)
+    assert quiet[0] == pytest.approx(base.cold_start_alone_s, abs=0.126)
+    assert busy[0] == pytest.approx(quiet[0])
+    # the burst starts with one member running: slower when members load the machine
+    assert min(busy[1:]) > max(quiet[1:]) * 0.99 and sum(busy[1:]) > sum(quiet[1:]) * 1.1
+
+
+def test_cooperative_members_join_without_waiting_for_batch_boundaries(spike_run) -> None:
+    """cooperative-sticky: a new member joins round_s after the round's last change (its own
+    subscribe or a later one's), although the member already there is mid-way through 5 s
+    batches (the real runs: 0.4-1 s); waiting for that member's boundary would take seconds."""
+    round_s = params_for_run(spike_run).round_s["cooperative"]
+    subscribed, waits = {}, []
+    for row in spike_run.events.itertuples():
+        if row.event == "subscribed":
+            subscribed[row.replica_id] = row.monotonic_s
+        elif row.event == "joined" and row.replica_id in subscribed:
+            waits.append(row.monotonic_s - subscribed[row.replica_id])
+    prompt = [w for w in waits if w <= round_s + 0.126]
+    assert len(waits) >= 7 and len(prompt) >= len(waits) / 2, waits
+    assert max(waits) < 2.5, waits
+
+
+
+def params_for_run(run):
+    """The bundled spark calibration's parameters of the spike-ci plan."""
+    from pytest_lagscale.twin.run import plan_of
+    from tests.unit.twin.conftest import settings
+
+    return params_for(plan_of(settings()))

@@ -1,0 +1,120 @@
+"""twin/fidelity.py: the KS statistic, the event spans, the figure checks, the targets, and a
+committed golden run predicted end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.twin.fidelity import (
+    SPANS,
+    Fidelity,
+    FigureCheck,
+    Unsupported,
+    assess,
+    figure_check,
+    ks_statistic,
+    plan_for,
+    predict_run,
+    spans,
+)
+
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
+
+
+def test_ks_statistic_is_the_largest_cdf_gap() -> None:
+    assert ks_statistic([1, 2, 3], [1, 2, 3]) == 0.0
+    assert ks_statistic([1, 2], [5, 6]) == 1.0
+    # F_a jumps to 0.5 at 1, F_b is still 0 until 2: gap 0.5
+    assert ks_statistic([1, 3], [2, 4]) == 0.5
+    assert ks_statistic([], [1]) is None
+
+
+def test_spans_from_events() -> None:
+    records = [(0.0, "replica_started", "a", {}), (9.0, "replica_ready", "a", {}),
+               (8.0, "assigned", "a", {"partitions": []}),
+               (8.5, "assigned", "a", {"partitions": [0, 1]}),
+               (20.0, "revoked", "a", {"partitions": [1]}),
+               (20.8, "assigned", "b", {"partitions": [1]}),
+               (21.0, "assigned", "a", {"partitions": [2]})]
+    got = spans(reversed(records))  # any order
+    assert got == {"cold_start_s": [9.0], "started_to_assigned_s": [8.5],
+                   "revoke_to_assigned_s": [pytest.approx(0.8)]}
+    assert set(got) == set(SPANS)
+
+
+def test_figure_check_errors_and_band() -> None:
+    dist = {"median": 110.0, "p5": 100.0, "p95": 120.0}
+    check = figure_check("drain_time_s", 100.0, dist)
+    assert (check.error, check.in_band) == (pytest.approx(0.1), True)
+    assert figure_check("drain_time_s", 99.0, dist).in_band is False
+    steps = figure_check("scale_steps", 6.0, {"median": 9.0, "p5": 6.0, "p95": 12.0})
+    assert steps.error == 3.0
+    missing = figure_check("reaction_time_s", None, dist)
+    assert (missing.error, missing.in_band) == (None, None)
+    assert figure_check("reaction_time_s", 20.0, {"median": None}).error is None
+
+
+def _fidelity(label: str, **errors: float) -> Fidelity:
+    figures = tuple(FigureCheck(name, 100.0, 100.0 * (1 + e), 90.0, 110.0, e,
+                                abs(e) <= 0.1) for name, e in errors.items())
+    return Fidelity(run=label, label=label, draws=3, seconds=0.1, figures=figures, spans=())
+
+
+def test_assess_names_each_target_and_flags_the_insane() -> None:
+    good = _fidelity("a", drain_time_s=0.05, replica_seconds=0.02)
+    bad = _fidelity("b", drain_time_s=-0.2, replica_seconds=0.6)
+    assertions, insane = assess([good, bad])
+    verdicts = {a["name"]: a["verdict"] for a in assertions}
+    assert verdicts["a: drain_time_s |error| <= 0.15 (relative)"] == "pass"
+    assert verdicts["b: drain_time_s |error| <= 0.15 (relative)"] == "fail"
+    assert verdicts["b: replica_seconds |error| <= 0.1 (relative)"] == "fail"
+    assert verdicts["drain_time_s measured in the 5-95 % band in >= 80% of runs"] == "fail"
+    assert insane == ["b: replica_seconds error 0.6 beyond the sanity bound 0.5 (measured "
+                      "100.0, twin median 160.0)"]
+    # a figure the real run measured but no draw did is a miss
+    none = Fidelity("c", "c", 3, 0.1, (FigureCheck("reaction_time_s", 20.0, None, None, None,
+                                                   None, None),), ())
+    assert assess([none])[0][0]["verdict"] == "fail"
+
+
+def _golden(name: str) -> Path:
+    return next(GOLDEN.glob(f"*-{name}/benchmark.json"))
+
+
+def test_a_golden_spike_run_is_predicted_and_compared() -> None:
+    result = predict_run(_golden("spike-ci"), draws=3)
+    bench = json.loads(_golden("spike-ci").read_text())
+    drain = result.figure("drain_time_s")
+    assert drain.measured == bench["metrics"]["drain_time_s"]["value"]
+    assert drain.median is not None and abs(drain.error) < 0.5
+    assert result.label == "spike-ci" and result.draws == 3
+    # no events.jsonl beside the golden benchmark.json: only the twin side has span samples
+    cold = next(s for s in result.spans if s.name == "cold_start_s")
+    assert cold.real_n == 0 and cold.twin_n > 0 and cold.ks is None
+    assert set(result.as_dict()["figures"]) == {f.name for f in result.figures}
+
+
+def test_unsupported_inputs_are_named(tmp_path: Path) -> None:
+    with pytest.raises(Unsupported, match="scales on CPU"):
+        predict_run(_golden("spike-ci-hpa-cpu-ci"), draws=1)
+    bench = json.loads(_golden("spike-ci").read_text())
+    bench["run"]["graceful_drain"] = False
+    with pytest.raises(Unsupported, match="SIGKILL"):
+        plan_for(bench)
+    bench["run"]["graceful_drain"], bench["run"]["actions"] = True, [{"action": "kill_replica"}]
+    with pytest.raises(Unsupported, match="scheduled actions"):
+        plan_for(bench)
+
+
+def test_bad_runs_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="benchmark.json"):
+        predict_run(tmp_path, draws=1)
+    with pytest.raises(ConfigError, match="draws"):
+        predict_run(_golden("spike-ci"), draws=0)
+    (tmp_path / "benchmark.json").write_text(json.dumps({"inputs": {}}))
+    with pytest.raises(ConfigError, match="inputs.profile"):
+        predict_run(tmp_path, draws=1)
