@@ -304,6 +304,6 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
     return assertions, insane
 
 
-__all__ = ["BAND_TARGET", "SANITY", "TARGETS", "assess", "SPANS", "UNSUPPORTED", "Fidelity", "FigureCheck", "SpanCheck", "Unsupported",
-           "figure_check", "ks_statistic", "plan_for", "predict_run", "real_records", "spans",
-           "span_checks", "twin_records"]
+__all__ = ["BAND_TARGET", "SANITY", "SPANS", "TARGETS", "UNSUPPORTED", "Fidelity",
+           "FigureCheck", "SpanCheck", "Unsupported", "assess", "figure_check", "ks_statistic",
+           "plan_for", "predict_run", "real_records", "span_checks", "spans", "twin_records"]

@@ -10,10 +10,10 @@ boundary (:meth:`boundary`), never inside a batch.
 * **cooperative** (``cooperative-sticky``): rounds too, but members keep their partitions and
   rejoin in the background (librdkafka's thread: no batch boundary is waited for; the real
   runs' new members join 0.4-1 s after subscribing while the others are mid-batch), so a round
-  ends ``round_s`` after its last change; at the round's end unowned partitions go to their target owner at once and
-  the members owning a partition that moves revoke only that partition at their next boundary,
-  which starts a second round that hands the revoked partitions over. Only moved partitions
-  pause.
+  ends ``round_s`` after its last change; at the round's end unowned partitions go to their
+  target owner at once and the members owning a partition that moves revoke only that
+  partition at their next boundary, which starts a second round that hands the revoked
+  partitions over. Only moved partitions pause.
 * **consumer** (KIP-848): no rounds. The broker computes the target at once; every member
   heartbeats every ``heartbeat_s`` (its own phase); at a heartbeat it learns partitions to
   revoke (revoked at its next boundary) and gets free partitions of its target (assigned at its
