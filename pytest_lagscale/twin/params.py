@@ -1,28 +1,28 @@
 """The twin's parameters: :class:`TwinParams`, from a versioned calibration file and a Deployment.
 
 A calibration file (``pytest_lagscale/data/twin/<engine>.yaml``, ``schema_version: 1``) holds
-what depends on the engine and the machine, derived by hand from the event logs and stores of
-real runs (docs/twin.md gives each number's derivation)::
+what depends on the engine and the machine, extracted from the event logs and stores of real runs
+by ``lagscale twin calibrate`` (:mod:`.calibrate`; docs/twin.md gives each derivation)::
 
     schema_version: 1
     engine: spark
     machine: {cores: 2, description: "..."}
     source_runs: [20261123T051559Z-spike-ci, ...]     # run directories the numbers came from
     processing:
-      per_batch_engine_s: 0.12     # one member, nothing starting
-      engine_s_per_member: 0.06    # optional (default 0): + per further member
-      engine_s_per_starting: 0.2   # optional (default 0): + per replica starting
+      per_batch_engine_s: 0.237    # one member, nothing starting
+      engine_s_per_member: 0.036   # optional (default 0): + per further member
+      engine_s_per_starting: 0.189 # optional (default 0): + per replica starting
     cold_start:
-      alone_s: 5.5
-      cores: 1.68
-      jitter: 0.13
-      member_load: 0.3             # optional (default 0): a member's CPU share, in starters
+      alone_s: 5.49
+      cores: 1.42
+      jitter: 0.15
+      member_load: 0.13            # optional (default 0): a member's CPU share, in starters
     group:
-      subscribe_s: 0.05          # engine ready -> subscribed
-      first_fetch_s: 0.45        # assigned -> first record
+      subscribe_s: 0.03          # engine ready -> subscribed
+      first_fetch_s: 0.66        # assigned -> first record
       drain_s: 0.2               # SIGTERM -> revoked and left the group
-      exit_s: 1.0                # SIGTERM -> process gone (replica_stopped)
-      round_s: {eager: 0.6, cooperative: 0.6}   # classic JoinGroup+SyncGroup round
+      exit_s: 1.09               # SIGTERM -> process gone (replica_stopped)
+      round_s: {eager: 0.84, cooperative: 0.84}   # classic JoinGroup+SyncGroup round
       heartbeat_s: 1.0           # KIP-848 (balancer consumer) heartbeat interval
 
 The ``optional`` keys were added with their defaults (a file without them means what it meant
