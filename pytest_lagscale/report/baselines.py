@@ -9,7 +9,8 @@ The rule (:func:`derive_baseline`), per metric over the ``n`` samples of one lab
 
 * value: the median. A metric that some sample did not measure (None) has value None and is
   not gated; so has a metric whose median is 0 (a relative tolerance cannot express noise
-  around 0), except the exact counts below, whose baseline is then their worst sample.
+  around 0), except the exact counts below, whose baseline is then their worst sample, and so
+  have the per-step dip figures (:data:`BIMODAL`).
 * deviation: ``max |x - median| / |median|``, the largest relative distance of a sample from
   the value, in either direction (a later run may land on either side).
 * tolerance: ``max(floor, margin x deviation)`` rounded up to a multiple of 0.05. The exact
@@ -40,6 +41,11 @@ GATED_2X = ("reaction_time_s", "drain_time_s", "replica_seconds")
 MAX_GATED_TOLERANCE = 0.9
 #: Counts that are exact when the pipeline is right: no floor, equal samples allow no change.
 EXACT = ("lost_records", "duplicated_records", "produced_records")
+#: Per-step dip figures are bimodal on a shared machine: a rebalance that falls between two
+#: batches costs nothing, one that stalls a batch costs most of the rate (measured: the
+#: hysteresis run's max dip 0.99 in one CI run, 0.05 in the next). No relative tolerance fits
+#: them; they are shown, not gated (experiment 3 asserts its own dip SLOs).
+BIMODAL = ("max_dip", "mean_dip", "max_recovery_s", "rebalance_cost_records")
 DEFAULT_FLOOR = 0.25
 DEFAULT_MARGIN = 2.0
 STEP = 0.05
@@ -65,7 +71,7 @@ class Rule:
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": "median", "floor": self.floor, "margin": self.margin, "step": STEP,
-                "exact": list(EXACT), "gated_2x": list(GATED_2X),
+                "exact": list(EXACT), "gated_2x": list(GATED_2X), "bimodal": list(BIMODAL),
                 "max_gated_tolerance": MAX_GATED_TOLERANCE}
 
 
@@ -98,6 +104,11 @@ def metric_baseline(name: str, values: Sequence[float | None], direction: str,
         return None, 0.0, spread
     median = statistics.median(measured)
     spread.update(min=min(measured), median=median, max=max(measured))
+    if name in BIMODAL:
+        spread["deviation"] = (max(abs(x - median) for x in measured) / abs(median)
+                               if median else None)
+        spread["note"] = "bimodal per rebalance (0 or a stall): shown, not gated"
+        return None, 0.0, spread
     if median == 0:
         if name not in EXACT:
             spread["note"] = "median 0: a relative tolerance cannot express noise around 0"

@@ -34,8 +34,10 @@ LOWER, HIGHER = "lower_is_better", "higher_is_better"
                  id="exact-around-0-keeps-the-worst"),
     pytest.param("duplicated_records", [100.0, 120.0, 110.0], LOWER, (110.0, 0.25),
                  id="exact-that-varies-gets-a-spread"),
-    pytest.param("max_dip", [0.0, 0.0, 0.3], LOWER, (None, 0.0), id="median-0-not-gated"),
-    pytest.param("max_dip", [0.0, 0.0, 0.0], LOWER, (None, 0.0), id="all-0-not-gated"),
+    pytest.param("scale_steps", [0.0, 0.0, 3.0], LOWER, (None, 0.0), id="median-0-not-gated"),
+    pytest.param("direction_reversals", [0.0, 0.0, 0.0], LOWER, (None, 0.0),
+                 id="all-0-not-gated"),
+    pytest.param("max_dip", [0.4, 0.45, 0.5], LOWER, (None, 0.0), id="bimodal-not-gated"),
     pytest.param("reaction_time_s", [20.0, None, 22.0], LOWER, (None, 0.0),
                  id="unmeasured-once-not-gated"),
 ])
@@ -103,11 +105,13 @@ def test_catches_doubling_by_direction() -> None:
 
 def test_render_tolerances_lists_gated_rows_and_unmeasured_metrics() -> None:
     doc = benchjson.load(SPIKE)
-    base = derive_baseline("spike-ci", [(SPIKE, doc), (SPIKE, _sample(doc, max_dip=None))])
+    unmeasured = _sample(doc, peak_lag_records=None)
+    base = derive_baseline("spike-ci", [(SPIKE, doc), (SPIKE, unmeasured)])
     text = render_tolerances({"spike-ci": base})
     assert "## spike-ci" in text
     assert "| reaction_time_s **(2x)** | s | lower |" in text
-    assert "Not gated, not measured in every sample: " in text and "`max_dip`" in text
+    assert "Not gated, not measured in every sample: " in text and "`peak_lag_records`" in text
+    assert "| max_dip | fraction | lower |" in text and "shown, not gated |" in text
 
 
 # -- lagscale baseline update -------------------------------------------------------------------
