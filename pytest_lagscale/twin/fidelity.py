@@ -259,9 +259,13 @@ TARGETS = {"reaction_time_s": 0.15, "peak_lag_records": 0.15, "drain_time_s": 0.
            "replica_seconds": 0.10, "scale_steps": 2.0}
 #: Fewest runs whose measured value lies in the draws' 5-95 % band, as a fraction, per figure.
 BAND_TARGET = 0.8
-#: Hard sanity bounds: an error beyond these is a broken twin, never a known miss.
-SANITY = {"reaction_time_s": 0.5, "peak_lag_records": 0.5, "drain_time_s": 0.5,
-          "replica_seconds": 0.5, "scale_steps": 6.0}
+#: The twin's stated error band: the largest |error| of the validation's 17 predictions
+#: (docs/twin.md "Fidelity": reaction 16 %, peak lag 20 %, drain 25 %, replica-seconds 6 %,
+#: steps 4) with room for the real runs' own run-to-run spread (reaction 13 %, drain 8 %,
+#: replica-seconds 5 % between two CI runs). An error beyond it is a broken twin, never a
+#: known miss: the fidelity benchmark fails.
+STATED_BAND = {"reaction_time_s": 0.3, "peak_lag_records": 0.3, "drain_time_s": 0.4,
+               "replica_seconds": 0.15, "scale_steps": 6.0}
 
 
 def _check(name: str, threshold: float, value: Any, ok: bool) -> dict[str, Any]:
@@ -276,7 +280,7 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
     figure with both sides measured (``"<label>: <figure> |error| <= <target>"``; a figure the
     real run measured but no draw did fails it) and one per figure for the band
     (``"<figure> measured in the 5-95 % band in >= 80 % of runs"``); ``insane`` lists the errors
-    beyond :data:`SANITY`.
+    beyond :data:`STATED_BAND`.
     """
     assertions, insane, bands = [], [], {name: [] for name in TARGETS}
     for res in results:
@@ -289,10 +293,10 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
             assertions.append(_check(f"{res.label}: {fig.name} |error| <= "
                                      f"{TARGETS[fig.name]:g} ({unit})", TARGETS[fig.name],
                                      value, ok))
-            if value is not None and abs(value) > SANITY[fig.name]:
-                insane.append(f"{res.label}: {fig.name} error {value} beyond the sanity bound "
-                              f"{SANITY[fig.name]:g} (measured {fig.measured}, twin median "
-                              f"{fig.median})")
+            if value is not None and abs(value) > STATED_BAND[fig.name]:
+                insane.append(f"{res.label}: {fig.name} error {value} beyond the twin's stated "
+                              f"band {STATED_BAND[fig.name]:g} (measured {fig.measured}, twin "
+                              f"median {fig.median})")
             if fig.in_band is not None:
                 bands[fig.name].append(fig.in_band)
     for name, flags in bands.items():
@@ -304,6 +308,6 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
     return assertions, insane
 
 
-__all__ = ["BAND_TARGET", "SANITY", "SPANS", "TARGETS", "UNSUPPORTED", "Fidelity",
+__all__ = ["BAND_TARGET", "SPANS", "STATED_BAND", "TARGETS", "UNSUPPORTED", "Fidelity",
            "FigureCheck", "SpanCheck", "Unsupported", "assess", "figure_check", "ks_statistic",
            "plan_for", "predict_run", "real_records", "span_checks", "spans", "twin_records"]

@@ -73,8 +73,8 @@ def test_assess_names_each_target_and_flags_the_insane() -> None:
     assert verdicts["b: drain_time_s |error| <= 0.15 (relative)"] == "fail"
     assert verdicts["b: replica_seconds |error| <= 0.1 (relative)"] == "fail"
     assert verdicts["drain_time_s measured in the 5-95 % band in >= 80% of runs"] == "fail"
-    assert insane == ["b: replica_seconds error 0.6 beyond the sanity bound 0.5 (measured "
-                      "100.0, twin median 160.0)"]
+    assert insane == ["b: replica_seconds error 0.6 beyond the twin's stated band 0.15 "
+                      "(measured 100.0, twin median 160.0)"]
     # a figure the real run measured but no draw did is a miss
     none = Fidelity("c", "c", 3, 0.1, (FigureCheck("reaction_time_s", 20.0, None, None, None,
                                                    None, None),), ())
