@@ -64,12 +64,12 @@ def update(
                                               "lagscale-runs folders of repeated runs"),
     out: Path = typer.Option(DEFAULT_DIR, "--out", metavar="DIR",
                              help=f"Baseline directory to write. Default: {DEFAULT_DIR}"),
-    floor: float = typer.Option(0.25, "--floor", metavar="FRACTION",
+    floor: float = typer.Option(0.5, "--floor", metavar="FRACTION",
                                 help="Smallest tolerance, a fraction of the value, in [0, 5]. "
-                                     "Default: 0.25"),
-    margin: float = typer.Option(2.0, "--margin", metavar="X",
+                                     "Default: 0.5"),
+    margin: float = typer.Option(3.0, "--margin", metavar="X",
                                  help="Tolerance = margin x the largest deviation seen, in "
-                                      "[1, 10]. Default: 2"),
+                                      "[1, 10]. Default: 3"),
     labels: Optional[list[str]] = typer.Option(None, "--label", metavar="LABEL",
                                                help="Only these run labels (repeatable). "
                                                     "Default: every label in the samples"),

@@ -10,10 +10,11 @@ The rule (:func:`derive_baseline`), per metric over the ``n`` samples of one lab
 * value: the median. A metric that some sample did not measure (None) has value None and is
   not gated; so has a metric whose median is 0 (a relative tolerance cannot express noise
   around 0), except the exact counts below, whose baseline is then their worst sample, and so
-  have the per-step dip figures (:data:`BIMODAL`).
+  have the metrics of :data:`NOT_GATED` (per-step dips, actuation, the rate window).
 * deviation: ``max |x - median| / |median|``, the largest relative distance of a sample from
   the value, in either direction (a later run may land on either side).
-* tolerance: ``max(floor, margin x deviation)`` rounded up to a multiple of 0.05. The exact
+* tolerance: ``max(floor, margin x deviation)`` rounded up to a multiple of 0.05, with a
+  floor of at least :data:`WIDE_FLOOR` for the start-up path (:data:`WIDE`). The exact
   counts (:data:`EXACT`: lost, duplicated and produced records) get no floor: equal in every
   sample, any change fails.
 * :data:`GATED_2X` (reaction time, drain time, replica-seconds) must catch a doubling, so
@@ -41,13 +42,31 @@ GATED_2X = ("reaction_time_s", "drain_time_s", "replica_seconds")
 MAX_GATED_TOLERANCE = 0.9
 #: Counts that are exact when the pipeline is right: no floor, equal samples allow no change.
 EXACT = ("lost_records", "duplicated_records", "produced_records")
-#: Per-step dip figures are bimodal on a shared machine: a rebalance that falls between two
-#: batches costs nothing, one that stalls a batch costs most of the rate (measured: the
-#: hysteresis run's max dip 0.99 in one CI run, 0.05 in the next). No relative tolerance fits
-#: them; they are shown, not gated (experiment 3 asserts its own dip SLOs).
-BIMODAL = ("max_dip", "mean_dip", "max_recovery_s", "rebalance_cost_records")
-DEFAULT_FLOOR = 0.25
-DEFAULT_MARGIN = 2.0
+_BIMODAL = ("bimodal per rebalance (a rebalance between two batches costs nothing, one that "
+            "stalls a batch most of the rate): shown, not gated")
+#: Metrics shown with their spread but never gated, and why. Per-step dip figures are bimodal
+#: on a shared machine (measured: the hysteresis run's max dip 0.99 in one CI run, 0.05 in the
+#: next; experiment 3 asserts its own dip SLOs); actuation is milliseconds of thread
+#: scheduling (0.008 s -> 0.032 s between two clean runs); the rate window is an analysis
+#: setting that follows the replicas' batch interval, not a performance figure.
+NOT_GATED = {
+    "max_dip": _BIMODAL, "mean_dip": _BIMODAL, "max_recovery_s": _BIMODAL,
+    "rebalance_cost_records": _BIMODAL,
+    "actuation_s": "milliseconds of thread scheduling: no relative tolerance fits; shown, not gated",
+    "rate_window_s": "an analysis setting (follows the batch interval): shown, not gated",
+}
+#: The start-up path of a replica (JVM start, join, first fetch) moves with whatever else the
+#: 2 cores run: a cold start took 15 s in one clean run and 24 s in the next. These metrics get
+#: a floor of 100 %: they fail past a doubling, not within it.
+WIDE = ("cold_start_s", "cold_start_median_s", "burst_load_average_max", "detection_s",
+        "join_s", "first_fetch_s")
+WIDE_FLOOR = 1.0
+#: The default rule, chosen out of sample: baselines from two CI runs with floor 0.25 and
+#: margin 2 failed 12 metrics of a third CI-like run that was not among their samples; floor 0.5
+#: and margin 3 (with :data:`NOT_GATED` and :data:`WIDE`) failed none, and a doubling of
+#: reaction, drain or replica-seconds still fails (benchmarks/baselines/README.md).
+DEFAULT_FLOOR = 0.5
+DEFAULT_MARGIN = 3.0
 STEP = 0.05
 TOLERANCES_FILE = "TOLERANCES.md"
 
@@ -71,7 +90,8 @@ class Rule:
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": "median", "floor": self.floor, "margin": self.margin, "step": STEP,
-                "exact": list(EXACT), "gated_2x": list(GATED_2X), "bimodal": list(BIMODAL),
+                "exact": list(EXACT), "gated_2x": list(GATED_2X), "not_gated": sorted(NOT_GATED), "wide": list(WIDE),
+                "wide_floor": WIDE_FLOOR,
                 "max_gated_tolerance": MAX_GATED_TOLERANCE}
 
 
@@ -104,10 +124,10 @@ def metric_baseline(name: str, values: Sequence[float | None], direction: str,
         return None, 0.0, spread
     median = statistics.median(measured)
     spread.update(min=min(measured), median=median, max=max(measured))
-    if name in BIMODAL:
+    if name in NOT_GATED:
         spread["deviation"] = (max(abs(x - median) for x in measured) / abs(median)
                                if median else None)
-        spread["note"] = "bimodal per rebalance (0 or a stall): shown, not gated"
+        spread["note"] = NOT_GATED[name]
         return None, 0.0, spread
     if median == 0:
         if name not in EXACT:
@@ -120,7 +140,8 @@ def metric_baseline(name: str, values: Sequence[float | None], direction: str,
     spread["deviation"] = deviation
     if name in EXACT and deviation == 0:
         return median, 0.0, spread
-    tolerance = _round_up(max(rule.floor, rule.margin * deviation))
+    floor = max(rule.floor, WIDE_FLOOR) if name in WIDE else rule.floor
+    tolerance = _round_up(max(floor, rule.margin * deviation))
     if name in GATED_2X and tolerance > MAX_GATED_TOLERANCE:
         spread["capped"] = tolerance
         tolerance = MAX_GATED_TOLERANCE

@@ -38,20 +38,29 @@ LOWER, HIGHER = "lower_is_better", "higher_is_better"
     pytest.param("direction_reversals", [0.0, 0.0, 0.0], LOWER, (None, 0.0),
                  id="all-0-not-gated"),
     pytest.param("max_dip", [0.4, 0.45, 0.5], LOWER, (None, 0.0), id="bimodal-not-gated"),
+    pytest.param("actuation_s", [0.01, 0.01, 0.01], LOWER, (None, 0.0), id="not-gated"),
+    pytest.param("cold_start_s", [20.0, 21.0, 20.0], LOWER, (20.0, 1.0), id="wide-floor"),
     pytest.param("reaction_time_s", [20.0, None, 22.0], LOWER, (None, 0.0),
                  id="unmeasured-once-not-gated"),
 ])
 def test_metric_baseline(name, values, direction, expected) -> None:
-    value, tolerance, spread = metric_baseline(name, values, direction)
+    value, tolerance, spread = metric_baseline(name, values, direction, Rule(0.25, 2.0))
     assert (value, tolerance) == expected
     assert spread["n"] == len(values)
 
 
 def test_a_gated_metric_is_capped_below_a_doubling_and_the_cap_recorded() -> None:
-    value, tolerance, spread = metric_baseline("reaction_time_s", [10.0, 30.0, 16.0], LOWER)
+    value, tolerance, spread = metric_baseline("reaction_time_s", [10.0, 30.0, 16.0], LOWER,
+                                               Rule(0.25, 2.0))
     assert (value, tolerance) == (16.0, MAX_GATED_TOLERANCE)
     assert spread["capped"] == 1.75
     assert spread["deviation"] == pytest.approx(14 / 16)
+
+
+def test_the_default_rule_is_floor_half_margin_three() -> None:
+    assert (Rule().floor, Rule().margin) == (0.5, 3.0)
+    _, tolerance, _ = metric_baseline("drain_time_s", [50.0, 60.0, 40.0], LOWER)
+    assert tolerance == 0.6
 
 
 def test_rule_ranges_name_the_field() -> None:
@@ -72,7 +81,7 @@ def test_derive_baseline_is_a_benchmark_document_its_samples_pass() -> None:
     doc = benchjson.load(SPIKE)
     samples = [(Path(f"s{i}/benchmark.json"), _sample(doc, reaction_time_s=r, drain_time_s=d))
                for i, (r, d) in enumerate([(25.0, 50.0), (28.0, 60.0), (22.0, 52.0)])]
-    base = derive_baseline("spike-ci", samples)
+    base = derive_baseline("spike-ci", samples, Rule(0.25, 2.0))
     benchjson.upgrade(copy.deepcopy(base))          # a valid schema-1 document
     assert base["metrics"]["reaction_time_s"]["value"] == 25.0
     assert base["metrics"]["drain_time_s"] == {"value": 52.0, "unit": "s",
@@ -112,6 +121,7 @@ def test_render_tolerances_lists_gated_rows_and_unmeasured_metrics() -> None:
     assert "| reaction_time_s **(2x)** | s | lower |" in text
     assert "Not gated, not measured in every sample: " in text and "`peak_lag_records`" in text
     assert "| max_dip | fraction | lower |" in text and "shown, not gated |" in text
+    assert "| actuation_s | s | lower |" in text
 
 
 # -- lagscale baseline update -------------------------------------------------------------------
@@ -137,7 +147,8 @@ def test_update_writes_a_baseline_per_label_and_the_tolerance_table(tmp_path: Pa
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["TOLERANCES.md", "spike-ci.json"]
     base = benchjson.load(out / "spike-ci.json")
-    assert base["metrics"]["drain_time_s"]["tolerance"] == 0.25
+    assert base["metrics"]["drain_time_s"]["tolerance"] == 0.5   # the default floor
+    assert base["baseline"]["rule"]["floor"] == 0.5 and base["baseline"]["rule"]["margin"] == 3
     assert len(base["baseline"]["samples"]) == 3
     assert f"spike-ci: 3 sample(s) -> {out / 'spike-ci.json'}" in result.output
     assert (out / "TOLERANCES.md").read_text() == render_tolerances({"spike-ci": base})
