@@ -48,12 +48,18 @@ _BIMODAL = ("bimodal per rebalance (a rebalance between two batches costs nothin
 #: on a shared machine (measured: the hysteresis run's max dip 0.99 in one CI run, 0.05 in the
 #: next; experiment 3 asserts its own dip SLOs); actuation is milliseconds of thread
 #: scheduling (0.008 s -> 0.032 s between two clean runs); the rate window is an analysis
-#: setting that follows the replicas' batch interval, not a performance figure.
+#: setting that follows the replicas' batch interval, not a performance figure; the ideal
+#: drain and the oracle are yardsticks computed from the run's own measured capacity (the
+#: even-spread ideal drain moved +50 % between two clean runs), the ratios to them are gated.
 NOT_GATED = {
     "max_dip": _BIMODAL, "mean_dip": _BIMODAL, "max_recovery_s": _BIMODAL,
     "rebalance_cost_records": _BIMODAL,
     "actuation_s": "milliseconds of thread scheduling: no relative tolerance fits; shown, not gated",
     "rate_window_s": "an analysis setting (follows the batch interval): shown, not gated",
+    **{name: "a yardstick from the run's measured capacity, not a result: shown, not gated"
+       for name in ("ideal_drain_time_s", "even_spread_ideal_drain_time_s",
+                    "oracle_replica_seconds", "even_spread_oracle_replica_seconds",
+                    "oracle_capped_s")},
 }
 #: The start-up path of a replica (JVM start, join, first fetch) moves with whatever else the
 #: 2 cores run: a cold start took 15 s in one clean run and 24 s in the next. These metrics get
