@@ -459,3 +459,51 @@ def test_a_regression_does_not_hide_failed_tests(pytester: pytest.Pytester) -> N
     result.assert_outcomes(failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["spike-ci: fail (baseline *)"])
+
+
+COMMITTED_BASELINES = sorted(
+    (Path(__file__).resolve().parents[1] / "benchmarks" / "baselines").glob("*.json"))
+
+
+def test_baselines_are_committed() -> None:
+    assert len(COMMITTED_BASELINES) >= 10, "benchmarks/baselines/ lost its baselines"
+
+
+@pytest.mark.parametrize("committed", COMMITTED_BASELINES, ids=lambda p: p.stem)
+def test_a_committed_baseline_doctored_to_half_fails_the_session(
+        pytester: pytest.Pytester, committed: Path) -> None:
+    """The CI gate with a committed baseline whose reaction time, drain time and
+    replica-seconds were halved: a run measuring the committed values is then 2x worse, and
+    the session must fail with the regression table; the undoctored baseline passes it."""
+    import json
+
+    from pytest_lagscale.report.baselines import GATED_2X
+
+    doc = json.loads(committed.read_text())
+    gated = [name for name, entry in doc["metrics"].items()
+             if name in GATED_2X and entry.get("value")]   # in the table's order
+    assert gated, f"{committed.name} gates none of {GATED_2X}"
+    _fake(pytester, document=str(committed))
+    pytester.makepyfile("""
+        def test_exp(lagscale_run):
+            lagscale_run()
+    """)
+    honest = pytester.mkdir("honest")
+    honest.joinpath("spike-ci.json").write_text(committed.read_text())
+    passed = pytester.runpytest("--lagscale-baseline=honest")
+    assert passed.ret == pytest.ExitCode.OK, passed.stdout.str()
+    passed.stdout.fnmatch_lines(["spike-ci: pass (baseline honest*spike-ci.json)"])
+
+    for name in gated:
+        doc["metrics"][name]["value"] /= 2
+    doctored = pytester.mkdir("doctored")
+    doctored.joinpath("spike-ci.json").write_text(json.dumps(doc))
+    result = pytester.runpytest("--lagscale-baseline=doctored")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*spike-ci vs baseline: fail*", "*metric*unit*better*baseline*current*change*status*"]
+        + [f"*{name}*+100.0%*regression*" for name in gated]
+        + [f"*  {name}: * (+100.0%), worse than the *" for name in gated]
+        + ["spike-ci: fail (baseline doctored*spike-ci.json)",
+           "lagscale: regression against --lagscale-baseline; the session fails (exit status 1)"])

@@ -118,3 +118,26 @@ def test_bad_runs_are_config_errors(tmp_path: Path) -> None:
     (tmp_path / "benchmark.json").write_text(json.dumps({"inputs": {}}))
     with pytest.raises(ConfigError, match="inputs.profile"):
         predict_run(tmp_path, draws=1)
+
+
+def test_a_prediction_given_the_runs_cold_starts_scales_the_start_up_time(tmp_path: Path) -> None:
+    base = predict_run(_golden("spike-ci"), draws=3)
+    twin_cold = next(s for s in base.spans if s.name == "cold_start_s").twin_median
+    (tmp_path / "benchmark.json").write_text(_golden("spike-ci").read_text())
+    # the run's replicas started twice as slowly as the calibration's (a slower machine)
+    events = [{"monotonic_s": 100.0 + i, "event": "replica_started", "replica_id": f"r{i}"}
+              for i in range(4)]
+    events += [{"monotonic_s": 100.0 + i + 2 * twin_cold, "event": "replica_ready",
+                "replica_id": f"r{i}"} for i in range(4)]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    plain = predict_run(tmp_path, draws=3)
+    given = predict_run(tmp_path, draws=3, condition_on_cold_start=True)
+    assert plain.cold_start_scale is None and given.cold_start_scale == pytest.approx(2.0, 0.01)
+    cold = next(s for s in given.spans if s.name == "cold_start_s")
+    assert cold.twin_median == pytest.approx(cold.real_median, rel=0.25)
+    assert (given.figure("reaction_time_s").median
+            > plain.figure("reaction_time_s").median + 0.5 * twin_cold)
+    assert given.as_dict()["cold_start_scale"] == given.cold_start_scale
+    # without real cold starts there is nothing to condition on
+    assert predict_run(_golden("spike-ci"), draws=3,
+                       condition_on_cold_start=True).cold_start_scale is None
