@@ -29,6 +29,7 @@ full replicas and the seconds spent so are counted (``capped_s``).
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -87,7 +88,7 @@ def counts_by_partition(counts: Mapping[int, int], partitions: int) -> tuple[int
     return tuple(int(counts.get(p, 0)) for p in range(partitions))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=8192)  # a run scans n = 1..P for each rate: P up to 1,024 must fit
 def max_member_share(shares: tuple[float, ...], members: int) -> float:
     """L(n): the largest member share of the packing described in the module docstring.
 
@@ -98,13 +99,17 @@ def max_member_share(shares: tuple[float, ...], members: int) -> float:
         raise ValueError(f"members: {members!r} must be >= 1")
     members = min(members, len(shares))
     low, extra = divmod(len(shares), members)
-    slots = [low + 1] * extra + [low] * (members - extra)
+    # members with a free slot, ordered by (load, free slots, index): the heap pops the member
+    # the packing picks, ties broken by the lowest index (O(P log n) instead of O(P x n))
+    heap = [(0.0, low + 1 if m < extra else low, m) for m in range(members)]
+    heap = [entry for entry in heap if entry[1] > 0]
+    heapq.heapify(heap)
     loads = [0.0] * members
     for share in sorted(shares, reverse=True):
-        free = [m for m in range(members) if slots[m] > 0]
-        m = min(free, key=lambda k: (loads[k], slots[k]))
-        loads[m] += share
-        slots[m] -= 1
+        load, slots, m = heapq.heappop(heap)
+        loads[m] = load + share
+        if slots > 1:
+            heapq.heappush(heap, (loads[m], slots - 1, m))
     return max(loads)
 
 
@@ -135,8 +140,10 @@ def oracle_replica_seconds(timeline: pd.DataFrame, shares: tuple[float, ...],
     """
     times = timeline["t_s"].to_numpy(dtype=float)
     durations = np.append(np.diff(times), 1.0) if len(times) else times
-    picks = [oracle_replicas(r, shares, capacity_per_s, min_replicas, full_replicas)
-             for r in timeline["produce_rate_per_s"].to_numpy(dtype=float)]
+    rates = timeline["produce_rate_per_s"].to_numpy(dtype=float)
+    by_rate = {r: oracle_replicas(r, shares, capacity_per_s, min_replicas, full_replicas)
+               for r in dict.fromkeys(rates.tolist())}
+    picks = [by_rate[r] for r in rates.tolist()]
     replicas = np.array([n for n, _ in picks], dtype=float)
     capped = np.array([c for _, c in picks], dtype=bool)
     return float(np.sum(replicas * durations)), float(np.sum(durations[capped]))

@@ -149,11 +149,14 @@ class Section:
 
 @dataclass(frozen=True)
 class Findings:
-    """The report: recommendations, then sections 1..8, over ``runs``."""
+    """The report: recommendations, then sections 1..8, over ``runs``; ``simulated`` is the
+    twin's full-scale predictions and tune cross-check (:mod:`.simulated`), None when not
+    asked for."""
 
     runs: list[RunDoc]
     recommendations: list[Recommendation]
     sections: list[Section]
+    simulated: Any = None  # a .simulated.Simulated when the twin's section was asked for
 
     @property
     def unplaced(self) -> list[RunDoc]:

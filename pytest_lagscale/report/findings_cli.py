@@ -2,10 +2,13 @@
 
 Registers itself on :data:`pytest_lagscale.cli.app` (``cli.py`` imports this module after
 defining ``app``). Writes ``findings.html`` (self-contained) and ``findings.md`` (with its
-``img/`` pictures) into ``--out``; see :mod:`.findings` and docs/findings.md.
+``img/`` pictures) into ``--out``; see :mod:`.findings` and docs/findings.md. With
+``--full-scale-draws N`` (default 3; 0: off) the report ends with the twin's "full scale
+(simulated)" section (:mod:`.simulated`).
 
-Exit codes: 0 written, 2 bad input (a missing path, not a benchmark document) with one
-``error:`` line per bad argument, nothing written.
+Exit codes: 0 written, 2 bad input (a missing path, not a benchmark document, ``--out`` a
+file, ``--full-scale-draws`` outside 0..100) with one ``error:`` line per problem, nothing
+written.
 """
 
 from __future__ import annotations
@@ -28,19 +31,35 @@ def report(
     out: Path = typer.Option(DEFAULT_OUT, "--out", metavar="DIR",
                              help="Directory to write findings.html, findings.md and img/ "
                                   f"into. Default: {DEFAULT_OUT}"),
+    full_scale_draws: int = typer.Option(3, "--full-scale-draws", metavar="N",
+                                         help="Twin draws per run of the 'full scale "
+                                              "(simulated)' section, 1..100; 0 leaves the "
+                                              "section out. A full-scale draw takes 5-12 s. "
+                                              "Default: 3"),
 ) -> None:
     """Write the findings report: recommendations, then one section per experiment."""
     from .findings import build_findings, load_runs
     from .findings_render import write_findings
 
+    problems, runs = [], []
     try:
         runs = load_runs(paths)
     except ConfigError as exc:
-        raise fail_usage(exc) from exc
+        problems += exc.problems
     if out.exists() and not out.is_dir():
-        raise fail_usage(ConfigError(f"--out: {str(out)!r} is not a directory; give a "
-                                     "directory (created when absent)"))
+        problems.append(f"--out: {str(out)!r} is not a directory; give a directory (created "
+                        "when absent)")
+    if not 0 <= full_scale_draws <= 100:
+        problems.append(f"--full-scale-draws: got {full_scale_draws!r}, expected an integer in "
+                        "[0, 100] (0 leaves the section out)")
+    if problems:
+        raise fail_usage(ConfigError(problems))
     findings = build_findings(runs)
+    if full_scale_draws:
+        from dataclasses import replace
+
+        from .simulated import simulate_findings
+        findings = replace(findings, simulated=simulate_findings(runs, full_scale_draws))
     html, markdown = write_findings(findings, out)
     ran = sum(1 for section in findings.sections if section.ran)
     typer.echo(f"{len(runs)} run(s), {ran} of {len(findings.sections)} experiments: "

@@ -46,17 +46,79 @@ def image_name(path: Path) -> str:
     return f"{path.parent.name}-{path.name}"
 
 
+_BAND_NAMES = {"reaction_time_s": "reaction", "peak_lag_records": "peak lag",
+               "drain_time_s": "drain", "replica_seconds": "replica-seconds",
+               "scale_steps": "scale steps"}
+
+
+def _fmt(value: Any, digits: int = 0) -> str:
+    return "-" if value is None else f"{float(value):,.{digits}f}"
+
+
+def simulated_view(sim: Any) -> dict[str, Any] | None:
+    """The "full scale (simulated)" section as text for both templates: ``intro``,
+    ``header`` and ``rows`` (strings) of the full-scale table, ``skipped`` lines, and the tune
+    cross-check's ``tune_header``, ``tune_rows`` and ``tune_sentence``; None without a
+    section."""
+    if sim is None:
+        return None
+    band = ", ".join(f"{_BAND_NAMES[k]} {'+-%g' % v if k == 'scale_steps' else f'+-{v:.0%}'}"
+                     for k, v in sim.band.items())
+    intro = (f"Predictions of the calibrated twin ({sim.calibration}, {sim.draws} draws per "
+             f"run), not measurements: each ci run the twin models, again at the lab's full "
+             f"scale with the bundled full-scale profile and policy. Validated error band of a "
+             f"prediction (docs/twin.md, Fidelity): {band}. Cells: median [5 %, 95 %]; "
+             f"a drain no draw completed is '-'.")
+    header = ["ci run", "full-scale inputs", "ci measured: reaction s / peak lag / drain s / "
+              "replica-s", "reaction s", "peak lag", "drain s", "replica-s", "scale steps"]
+    rows = []
+    for row in sim.rows:
+        measured = " / ".join(_fmt(row.measured_ci.get(k), 1 if k == "reaction_time_s" else 0)
+                              for k in ("reaction_time_s", "peak_lag_records", "drain_time_s",
+                                        "replica_seconds"))
+        cells = []
+        for name in ("reaction_time_s", "peak_lag_records", "drain_time_s", "replica_seconds",
+                     "scale_steps"):
+            d = row.predicted[name]
+            digits = 1 if name == "reaction_time_s" else 0
+            cells.append(f"{_fmt(d['median'], digits)} [{_fmt(d['p5'], digits)}, "
+                         f"{_fmt(d['p95'], digits)}]" if d["median"] is not None else "-")
+        rows.append([row.label, row.inputs, measured, *cells])
+    skipped = [f"{label}: {why}" for label, why in sim.skipped.items()]
+    view: dict[str, Any] = {"intro": intro, "header": header, "rows": rows,
+                            "skipped": skipped, "tune_header": [], "tune_rows": [],
+                            "tune_sentence": sim.tune_problem}
+    check = sim.tune
+    if check is not None:
+        view["tune_header"] = ["lagThreshold", f"twin p95 drain s (SLO {check.drain_slo_s:g} s)",
+                               "meets the SLO in the twin"]
+        view["tune_rows"] = [[f"{v:,}", _fmt(p95, 1), "yes" if ok else "no"]
+                             for v, (p95, ok) in sorted(check.swept.items())]
+        best = ("no value of the grid met the SLO" if check.tune_best is None else
+                f"{check.tune_best:,} ({_fmt(check.tune_best_replica_seconds)} replica-s)")
+        view["tune_sentence"] = (
+            f"Experiment 8 measured {_fmt(check.measured)} as the largest swept lagThreshold "
+            f"draining within {check.drain_slo_s:g} s; the twin ({check.inputs}) picks "
+            f"{_fmt(check.twin_largest_swept)} among the swept values "
+            f"({'agrees' if check.agrees else 'differs'}), and lagscale tune's cheapest value "
+            f"meeting the SLO at the draws' 95th percentile on a {len(check.grid)}-value grid "
+            f"({', '.join(f'{v:,}' for v in check.grid)}) is {best}.")
+    return view
+
+
 def render_html(findings: Findings) -> str:
     """The findings page: one self-contained HTML document (pictures embedded)."""
     template = _environment().get_template("findings.html.j2")
-    return template.render(findings=findings, image_src=data_uri)
+    return template.render(findings=findings, image_src=data_uri,
+                           simulated=simulated_view(findings.simulated))
 
 
 def render_markdown(findings: Findings) -> str:
     """The Markdown twin; pictures referenced as ``img/<run dir>-<picture>.png``."""
     template = _environment().get_template("findings.md.j2")
     return template.render(findings=findings,
-                           image_src=lambda path: f"{IMAGE_DIR}/{image_name(path)}")
+                           image_src=lambda path: f"{IMAGE_DIR}/{image_name(path)}",
+                           simulated=simulated_view(findings.simulated))
 
 
 def write_findings(findings: Findings, out_dir: str | Path) -> tuple[Path, Path]:

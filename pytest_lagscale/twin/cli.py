@@ -26,11 +26,15 @@ MAX_DRAWS = 1000
 
 
 def check_simulate_options(draws: int, seed: int, engine: Optional[str],
-                           out: Path) -> list[str]:
+                           out: Path, scale: str = "ci") -> list[str]:
     """Problem lines for the options the run settings do not check (empty when all good)."""
+    from ..config.bundled import SCALES
     from .params import ENGINES
 
     problems = []
+    if scale not in SCALES:
+        problems.append(f"--scale: got {scale!r}, expected one of {', '.join(SCALES)}; pick "
+                        "one of them")
     if not 1 <= draws <= MAX_DRAWS:
         problems.append(f"--draws: got {draws!r}, expected an integer in [1, {MAX_DRAWS}]; "
                         "give a count in the range")
@@ -66,8 +70,13 @@ def distribution_table(draws: object) -> object:
 def simulate_command(
     profile: str = typer.Option(..., "--profile", metavar="NAME|PATH",
                                 help="Traffic profile: a bundled name or a YAML path"),
-    policy: str = typer.Option(..., "--policy", metavar="NAME|PATH",
-                               help="Scaling policy manifest: a bundled name or a YAML path"),
+    policy: Optional[str] = typer.Option(None, "--policy", metavar="NAME|PATH",
+                                         help="Scaling policy manifest: a bundled name or a "
+                                              "YAML path. Default: the scale's ScaledObject"),
+    scale: str = typer.Option("ci", "--scale", metavar="ci|full",
+                              help="Size of the run: ci (P = 8) or full (the lab's P = 24, "
+                                   "30k/s spike); picks the bundled profile and manifests of "
+                                   "that scale. Default: ci"),
     partitions: Optional[int] = typer.Option(None, "--partitions", metavar="N",
                                              help="Overrides the profile's partition count "
                                                   "(1..1024). Default: the profile's"),
@@ -85,12 +94,15 @@ def simulate_command(
     and the distribution over the draws."""
     from rich.console import Console
 
+    from ..config.bundled import SCALES
     from ..experiment.settings import RunSettings
     from ..report.summary import measurements_table
     from .run import simulate_draws, write_run_dir
 
-    problems = check_simulate_options(draws, seed, engine, out)
-    plan, params = _plan(RunSettings(profile=profile, policy=policy, partitions=partitions,
+    problems = check_simulate_options(draws, seed, engine, out, scale)
+    plan, params = _plan(RunSettings(profile=profile, policy=policy,
+                                     scale=scale if scale in SCALES else "ci",
+                                     partitions=partitions,
                                      engine=engine if engine and not problems else None),
                          problems)
     result = simulate_draws(plan, params, seed, draws)

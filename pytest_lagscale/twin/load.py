@@ -8,7 +8,9 @@ Zipf rank drawn by ``zipf_ranks(zipf_cdf(entities, zipf_s), u)`` from the key ge
 block size). The producer partitions by key with librdkafka's ``murmur2_random``: Java's
 ``Utils.murmur2`` of the 8 big-endian key bytes, made positive (``& 0x7fffffff``), modulo P.
 So the twin's per-partition input is the real run's, record for record (checked against a real
-run's producer manifest in tests/unit/twin/test_load.py).
+run's producer manifest in tests/unit/twin/test_load.py). Above :data:`EXACT_RECORDS_LIMIT`
+records (far past any real run here) each partition gets its expected share instead: the
+same murmur2 mapping of every entity, weighted by the entity's Zipf probability.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from ..load.schedule import Schedule
 _M = np.uint64(0x5BD1E995)
 _MASK32 = np.uint64(0xFFFFFFFF)
 _SEED = 0x9747B28C
+#: Above this many records a run's per-partition input is each partition's expected share
+#: (:func:`expected_cumulative`) instead of record-exact keys: 20M keys take ~3 s and 160 MB,
+#: the scale benchmark's 1.75 billion would take minutes and 14 GB.
+EXACT_RECORDS_LIMIT = 20_000_000
 
 
 def _mul32(a: np.ndarray, b: np.uint64) -> np.ndarray:
@@ -110,13 +116,37 @@ def production(profile: Profile, tick_s: float) -> Production:
     """
     schedule = Schedule(profile.schedule())
     total = schedule.total_records
-    parts = partitions_of(record_entities(profile, total), profile.partitions)
     ticks = int(np.ceil(schedule.end_s / tick_s)) + 1
     due = np.array([schedule.due_count(k * tick_s) for k in range(ticks + 1)], dtype=np.int64)
+    if total > EXACT_RECORDS_LIMIT:
+        cumulative = expected_cumulative(profile, due)
+        return Production(tick_s, cumulative, int(cumulative[-1].sum()), float(schedule.end_s))
+    parts = partitions_of(record_entities(profile, total), profile.partitions)
     cumulative = np.empty((ticks + 1, profile.partitions), dtype=np.int64)
     for p in range(profile.partitions):
         cumulative[:, p] = np.searchsorted(np.flatnonzero(parts == p), due, side="left")
     return Production(tick_s, cumulative, int(total), float(schedule.end_s))
 
 
-__all__ = ["Production", "murmur2_keys", "partitions_of", "production", "record_entities"]
+def partition_shares(profile: Profile) -> np.ndarray:
+    """Each partition's expected share of the seeded generator's records: the Zipf probability
+    of every entity summed over the entities murmur2 maps to it (float64, shape (P,), sums
+    to 1)."""
+    cdf = zipf_cdf(profile.entities, profile.zipf_s)
+    pmf = np.diff(cdf, prepend=0.0)
+    owners = partitions_of(np.arange(profile.entities, dtype=np.uint64), profile.partitions)
+    return np.bincount(owners, weights=pmf, minlength=profile.partitions)
+
+
+def expected_cumulative(profile: Profile, due: np.ndarray) -> np.ndarray:
+    """Records produced per partition by each of ``due`` (records due, non-decreasing), from
+    :func:`partition_shares`: partition p holds ``floor(due x share[p])``, so no column
+    decreases and each row falls short of its ``due`` by the dropped fractions, fewer than P
+    records (int64, shape (len(due), P)). The twin's produced count is this table's, so
+    produced == processed still holds exactly inside the twin."""
+    shares = partition_shares(profile)
+    return np.floor(due[:, None].astype(np.float64) * shares[None, :]).astype(np.int64)
+
+
+__all__ = ["EXACT_RECORDS_LIMIT", "Production", "expected_cumulative", "murmur2_keys",
+           "partition_shares", "partitions_of", "production", "record_entities"]

@@ -211,7 +211,7 @@ class World:
         starting = [r for r in self.replicas if r.phase == "starting" and r.sigterm_s is None]
         if not starting:
             return
-        members, _ = self.load()
+        members = self.load()[0] if self.params.cold_start_member_load else 0
         demand = len(starting) + self.params.cold_start_member_load * members
         rate = min(1.0, self.params.cold_start_cores / demand)
         for replica in starting:
@@ -282,7 +282,11 @@ class World:
         records = sum(counts.values())
         for q, n in counts.items():
             self.position[q] += n
-        members, starting = self.load()
+        p = self.params
+        # the load only matters through the contention terms (a cluster's are 0: skip the
+        # O(replicas) count, the result is the same)
+        members, starting = (self.load() if p.engine_s_per_member or p.engine_s_per_starting
+                             else (1, 0))
         engine_end = t + self.params.engine_s(max(1, members), starting)
         replica.batch = Batch(t, engine_end, self.params.batch_s(records, max(1, members),
                                                                   starting) + t,

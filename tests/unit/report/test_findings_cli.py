@@ -19,9 +19,11 @@ def _report(*args: str | Path):
 
 def test_run_dirs_and_json_files_give_both_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = _report(RUN_DIRS[0], RUN_DIRS[1] / "benchmark.json", "--out", out)
+    result = _report(RUN_DIRS[0], RUN_DIRS[1] / "benchmark.json", "--out", out,
+                     "--full-scale-draws", "0")
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["findings.html", "findings.md", "img"]
+    assert "Full scale (simulated)" not in (out / "findings.md").read_text()
     assert result.output.strip() == (f"2 run(s), 3 of 8 experiments: wrote {out}/findings.html "
                                      f"and {out}/findings.md")
 
@@ -60,3 +62,26 @@ def test_out_that_is_a_file_exits_2(tmp_path: Path) -> None:
 
 def test_no_argument_is_a_usage_error() -> None:
     assert _report().exit_code == 2
+
+
+def test_the_full_scale_section_predicts_the_modelled_runs_and_lists_the_others(
+        tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = _report(RUN_DIRS[0], RUN_DIRS[1], "--out", out, "--full-scale-draws", "1")
+    assert result.exit_code == 0, result.output
+    md = (out / "findings.md").read_text()
+    section = md[md.index("## Full scale (simulated)"):]
+    assert "Predictions of the calibrated twin (spark.yaml" in section
+    assert "| spike-ci | spike + scaledobject" in section
+    assert "- spike-ci-hpa-cpu-ci: not modelled by the twin: policy 'hpa-cpu-ci' scales on CPU" \
+        in section
+    assert 'id="full-scale-simulated"' in (out / "findings.html").read_text()
+
+
+def test_bad_full_scale_draws_and_a_missing_path_are_reported_together(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = _report(RUN_DIRS[0], tmp_path / "nope", "--out", out, "--full-scale-draws", "101")
+    assert result.exit_code == 2
+    assert "error: --full-scale-draws: got 101, expected an integer in [0, 100]" in result.output
+    assert f"error: {tmp_path / 'nope'}: " in result.output
+    assert not out.exists()

@@ -55,3 +55,23 @@ def test_a_cpu_policy_is_refused_with_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "error: --policy: " in result.output and "scales on CPU" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_scale_full_picks_the_labs_profile_and_policy(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    result = _simulate("--profile", "spike", "--scale", "full", "--draws", "1", "--out", out)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = out.iterdir()
+    doc = json.loads((run_dir / "benchmark.json").read_text())
+    assert doc["inputs"]["scale"] == "full" and doc["inputs"]["profile"] == "spike"
+    assert doc["inputs"]["partitions"] == 24
+    # the lab's 30k/s spike: a backlog of millions, far past anything a ci run holds
+    assert doc["metrics"]["peak_lag_records"]["value"] > 1_000_000
+
+
+def test_a_bad_scale_is_named(tmp_path: Path) -> None:
+    result = _simulate("--profile", "spike", "--scale", "huge", "--out", tmp_path / "runs")
+    assert result.exit_code == 2
+    assert "error: --scale: got 'huge', expected one of ci, full; pick one of them" in \
+        result.output
+    assert not (tmp_path / "runs").exists()

@@ -59,3 +59,29 @@ def test_partitions_of_is_modulo_p() -> None:
     ids = np.arange(1000, dtype=np.uint64)
     assert partitions_of(ids, 1).tolist() == [0] * 1000
     assert set(partitions_of(ids, 8).tolist()) == set(range(8))
+
+
+def test_expected_shares_follow_the_exact_mapping_and_never_decrease() -> None:
+    import numpy as np
+
+    from pytest_lagscale.config.bundled import resolve_profile
+    from pytest_lagscale.load.profiles import load_profile
+    from pytest_lagscale.twin.load import (
+        expected_cumulative,
+        partition_shares,
+        partitions_of,
+        record_entities,
+    )
+
+    profile = load_profile(resolve_profile("spike", "ci"))
+    shares = partition_shares(profile)
+    assert shares.shape == (profile.partitions,) and abs(shares.sum() - 1.0) < 1e-9
+    # the record-exact shares of 200,000 seeded records agree within sampling noise
+    exact = np.bincount(partitions_of(record_entities(profile, 200_000), profile.partitions),
+                        minlength=profile.partitions) / 200_000
+    assert np.abs(exact - shares).max() < 0.01
+    due = np.array([0, 1, 7, 1000, 1001, 123_457], dtype=np.int64)
+    cumulative = expected_cumulative(profile, due)
+    short = due - cumulative.sum(axis=1)
+    assert ((short >= 0) & (short < profile.partitions)).all()
+    assert (np.diff(cumulative, axis=0) >= 0).all()
