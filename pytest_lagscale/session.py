@@ -161,6 +161,12 @@ class LagscaleSession:
                 console.print(f"[{style}]{run.settings.label()}: {run.verdict}[/] "
                               f"({run.message})")
         if self.failed:
+            # Repeated last, so a log's tail names every regression without the tables above.
+            for run in self.runs:
+                if run.verdict == "error":
+                    console.print(f"[red]  {run.settings.label()}: {run.message}[/]")
+                for row in run.comparison.failures if run.comparison is not None else ():
+                    console.print(f"[red]  {run.settings.label()}: {row.reason}[/]")
             console.print("[bold red]lagscale: regression against --lagscale-baseline; the "
                           "session fails (exit status 1)[/]")
         terminalreporter.write(buffer.getvalue())

@@ -421,6 +421,10 @@ def test_a_regression_fails_the_session_with_a_table(pytester: pytest.Pytester) 
         "(lower_is_better)",
         "spike-ci: fail (baseline *baseline_v1.json)",
         "*spike-ci-sigkill vs baseline: fail*",
+        # repeated at the tail, so a truncated log still names every regression
+        "  spike-ci: reaction_time_s: 60 -> 80 s (+33.3%), worse than the 10.0% tolerance "
+        "(lower_is_better)",
+        "  spike-ci-sigkill: *",
         "lagscale: regression against --lagscale-baseline; the session fails (exit status 1)",
     ])
 
