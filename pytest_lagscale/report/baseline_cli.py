@@ -70,6 +70,9 @@ def update(
     margin: float = typer.Option(3.0, "--margin", metavar="X",
                                  help="Tolerance = margin x the largest deviation seen, in "
                                       "[1, 10]. Default: 3"),
+    count_slack: float = typer.Option(2.0, "--count-slack", metavar="EVENTS",
+                                      help="Absolute slack of a count (scale steps, "
+                                           "reversals), in [0, 10] events. Default: 2"),
     labels: Optional[list[str]] = typer.Option(None, "--label", metavar="LABEL",
                                                help="Only these run labels (repeatable). "
                                                     "Default: every label in the samples"),
@@ -81,9 +84,9 @@ def update(
     from .findings import load_runs
 
     try:
-        rule = Rule(floor, margin)
+        rule = Rule(floor, margin, count_slack)
     except ValueError as exc:
-        raise fail_usage(ConfigError(f"--{exc}")) from exc
+        raise fail_usage(ConfigError(f"--{exc}".replace("count_slack", "count-slack"))) from exc
     if out.exists() and not out.is_dir():
         raise fail_usage(ConfigError(f"--out: {str(out)!r} is not a directory; give a "
                                      "directory (created when absent)"))

@@ -37,23 +37,27 @@ def _with_unit(value: float, unit: str) -> str:
 
 @dataclass(frozen=True)
 class RelativeCheck:
-    """Fails when the metric got worse by more than ``tolerance`` x |baseline| (0.1 = 10 %).
+    """Fails when the metric got worse by more than ``tolerance`` x |baseline| (0.1 = 10 %)
+    and by more than ``slack`` in its own unit (0: no absolute allowance; a count's
+    baseline carries one, see ``report/baselines.py``).
 
-    A baseline of 0 allows no worsening at all.
+    A baseline of 0 allows no worsening beyond ``slack``.
     """
 
     metric: str
     direction: str
     tolerance: float
     unit: str = ""
+    slack: float = 0.0
 
     def fails(self, baseline: float, current: float) -> str | None:
-        allowed = self.tolerance * abs(baseline)
+        allowed = max(self.tolerance * abs(baseline), self.slack)
         if _worse_by(self.direction, baseline, current) <= allowed:
             return None
         change = f"{(current - baseline) / abs(baseline):+.1%}" if baseline else "from 0"
+        slack = f" and the {_with_unit(self.slack, self.unit)} slack" if self.slack else ""
         return (f"{self.metric}: {baseline:g} -> {_with_unit(current, self.unit)} ({change}), "
-                f"worse than the {self.tolerance:.1%} tolerance ({self.direction})")
+                f"worse than the {self.tolerance:.1%} tolerance{slack} ({self.direction})")
 
 
 @dataclass(frozen=True)
@@ -109,11 +113,11 @@ class Comparison:
 def check_for(name: str, entry: Mapping[str, Any],
               override: RegressionCheck | None = None) -> RegressionCheck:
     """The check of metric ``name``: ``override``, else a :class:`RelativeCheck` built from
-    the baseline entry's direction and tolerance."""
+    the baseline entry's direction, tolerance and (optional) slack."""
     if override is not None:
         return override
     return RelativeCheck(name, entry["direction"], float(entry.get("tolerance", 0.0)),
-                         entry.get("unit", ""))
+                         entry.get("unit", ""), float(entry.get("slack", 0.0)))
 
 
 def _row(name: str, base: Mapping[str, Any], cur: Mapping[str, Any] | None,

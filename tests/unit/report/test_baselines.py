@@ -68,6 +68,31 @@ def test_rule_ranges_name_the_field() -> None:
         Rule(floor=-0.1)
     with pytest.raises(ValueError, match=r"margin: 0.5 is outside \[1, 10\]"):
         Rule(margin=0.5)
+    with pytest.raises(ValueError, match=r"count_slack: 11 is outside \[0, 10\] \(events\)"):
+        Rule(count_slack=11)
+
+
+def test_a_count_gets_the_slack_and_passes_one_extra_event_but_not_three() -> None:
+    doc = benchjson.load(SPIKE)
+    samples = [(SPIKE, _sample(doc, direction_reversals=1.0, scale_steps=6.0))
+               for _ in range(3)]
+    baseline = derive_baseline("spike-ci", samples)
+    assert baseline["metrics"]["direction_reversals"]["slack"] == 2.0
+    assert baseline["metrics"]["scale_steps"]["slack"] == 2.0
+    assert "slack" not in baseline["metrics"]["reaction_time_s"]
+    assert baseline["baseline"]["rule"]["count_slack"] == 2.0
+    # 1 -> 3 reversals is +200 % against a 50 % tolerance: the slack of 2 events passes it
+    assert compare_documents(baseline, _sample(doc, direction_reversals=3.0,
+                                               scale_steps=6.0)).verdict == "pass"
+    failed = compare_documents(baseline, _sample(doc, direction_reversals=4.0, scale_steps=6.0))
+    assert [row.reason for row in failed.failures] == [
+        "direction_reversals: 1 -> 4 count (+300.0%), worse than the 50.0% tolerance and the "
+        "2 count slack (lower_is_better)"]
+    # a doubling of 6 steps is 6 events worse: past both the 50 % and the slack
+    assert not compare_documents(baseline, _sample(doc, direction_reversals=1.0,
+                                                   scale_steps=12.0)).verdict == "pass"
+    assert catches_doubling(baseline["metrics"]["scale_steps"])
+    assert not catches_doubling(baseline["metrics"]["direction_reversals"])
 
 
 def _sample(doc: dict, **values: float | None) -> dict:
@@ -163,6 +188,7 @@ def test_update_warns_below_three_samples(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, message", [
     (["--floor", "7"], "error: --floor: 7.0 is outside [0, 5]"),
     (["--margin", "0"], "error: --margin: 0.0 is outside [1, 10]"),
+    (["--count-slack", "-1"], "error: --count-slack: -1.0 is outside [0, 10] (events)"),
     (["--label", "nope"], "error: --label: ['nope'] not among the samples' labels"),
 ])
 def test_update_bad_options_exit_2_and_write_nothing(tmp_path: Path, args, message) -> None:
