@@ -5,6 +5,8 @@ this module)::
 
     lagscale twin calibrate RUN_DIR... [--engine spark|arrow] [--out PATH]
 
+(and ``twin predict``, :mod:`.predict_cli`, which it imports at the end).
+
 Each RUN_DIR is a run directory of ``lagscale run`` (``benchmark.json``, ``events.jsonl``,
 ``store/``) or a directory of them. The runs of ``--engine`` are read, the parameters extracted
 (:mod:`.calibrate`), checked with the reader of the bundled files
@@ -88,5 +90,7 @@ def calibrate_command(
         out.write_text(text, encoding="utf-8")
         typer.echo(f"calibration: {out}")
 
+
+from . import predict_cli as _predict_cli  # noqa: E402,F401  (registers `twin predict`)
 
 __all__ = ["calibrate_command", "calibration_text", "twin_app"]

@@ -1,0 +1,126 @@
+"""``lagscale twin predict``: predict real runs with the committed calibration and compare.
+
+Registers ``predict`` on the ``twin`` command group (``twin/calibrate_cli.py`` imports this
+module)::
+
+    lagscale twin predict RUN_DIR... [--draws 30] [--seed 0] [--given-cold-starts]
+
+For each run directory of ``lagscale run`` (or ``pytest --lagscale-out``), the twin plans the
+same run again from its ``benchmark.json`` (:func:`.fidelity.predict_run`), simulates the
+draws and prints, per headline figure, the measured value, the draws' median and 5-95 % band,
+the error and whether it lies inside the twin's stated band (:data:`.fidelity.STATED_BAND`);
+then the event-level spans (cold start, started -> assigned, revoked -> assigned) real vs
+twin. ``--given-cold-starts`` predicts given the run's own start-up speed (the fidelity
+benchmark's second prediction, docs/twin.md "Given the run's cold starts").
+
+Exit codes: 0 every predicted figure within the stated band; 1 some figure outside it; 2 bad
+input (a missing run, an input the twin does not model, --draws out of range), one ``error:``
+line per problem, nothing simulated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, List
+
+import typer
+
+from ..cli import fail_usage
+from ..errors import ConfigError
+from .calibrate_cli import twin_app
+
+
+def _fmt(value: float | None, name: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _error(check: Any) -> str:
+    if check.error is None:
+        return "-"
+    return f"{check.error:+.0f}" if check.name == "scale_steps" else f"{check.error:+.1%}"
+
+
+def outside_stated_band(fidelity: Any) -> list[str]:
+    """The figures of ``fidelity`` whose |error| exceeds :data:`.fidelity.STATED_BAND`, as
+    ``"name: error"`` lines (empty: the prediction holds its band)."""
+    from .fidelity import STATED_BAND
+
+    return [f"{f.name}: {_error(f)} (band {STATED_BAND[f.name]:g})" for f in fidelity.figures
+            if f.error is not None and f.name in STATED_BAND
+            and abs(f.error) > STATED_BAND[f.name]]
+
+
+def render(fidelity: Any) -> list[Any]:
+    """Two ``rich`` tables of one prediction: the headline figures and the spans."""
+    from rich.table import Table
+
+    from .fidelity import STATED_BAND
+
+    scale = (f", cold starts x{fidelity.cold_start_scale:g}"
+             if fidelity.cold_start_scale is not None else "")
+    figures = Table(title=f"{fidelity.label}: real vs twin ({fidelity.draws} draws{scale})")
+    for column in ("figure", "measured", "twin median", "twin 5-95 %", "error", "in band",
+                   "stated band"):
+        figures.add_column(column, justify="left" if column == "figure" else "right")
+    for f in fidelity.figures:
+        band = STATED_BAND.get(f.name)
+        held = "-" if f.error is None or band is None else (
+            "yes" if abs(f.error) <= band else "[bold red]no[/]")
+        figures.add_row(f.name, _fmt(f.measured, f.name), _fmt(f.median, f.name),
+                        f"{_fmt(f.p5, f.name)} - {_fmt(f.p95, f.name)}", _error(f),
+                        "-" if f.in_band is None else "yes" if f.in_band else "no",
+                        f"{'-' if band is None else f'{band:g}'} {held}")
+    spans = Table(title="event-level spans, seconds (real vs twin)")
+    for column in ("span", "real median", "twin median", "KS", "real n", "twin n"):
+        spans.add_column(column, justify="left" if column == "span" else "right")
+    for s in fidelity.spans:
+        spans.add_row(s.name, _fmt(s.real_median, s.name), _fmt(s.twin_median, s.name),
+                      "-" if s.ks is None else f"{s.ks:.2f}", str(s.real_n), str(s.twin_n))
+    return [figures, spans]
+
+
+@twin_app.command("predict")
+def predict_command(
+    runs: List[Path] = typer.Argument(..., metavar="RUN_DIR...",
+                                      help="Run directories (or their benchmark.json)"),
+    draws: int = typer.Option(30, "--draws", metavar="N",
+                              help="Twin draws per run, in [1, 1000]. Default: 30"),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="The draws' seed. Default: 0"),
+    given_cold_starts: bool = typer.Option(
+        False, "--given-cold-starts",
+        help="Predict given each run's own median cold start (the machine's start-up speed)"),
+) -> None:
+    """Predict real runs in the calibrated twin and compare figure by figure."""
+    from rich.console import Console
+
+    from .fidelity import predict_run
+
+    problems = [f"RUN_DIR: {str(run)!r} does not exist" for run in runs if not run.exists()]
+    if not 1 <= draws <= 1000:
+        problems.append(f"--draws: got {draws}, expected an integer in [1, 1000]")
+    if problems:
+        raise fail_usage(ConfigError(problems))
+    results = []
+    for run in runs:
+        try:
+            results.append(predict_run(run, draws=draws, seed=seed,
+                                       condition_on_cold_start=given_cold_starts))
+        except ConfigError as exc:   # Unsupported included: it names the input
+            problems += [f"{run}: {problem}" for problem in exc.problems]
+    if problems:
+        raise fail_usage(ConfigError(problems))
+    console, outside = Console(width=max(Console().width, 110)), []  # whole metric names
+    for fidelity in results:
+        for table in render(fidelity):
+            console.print(table)
+        outside += [f"{fidelity.label}: {line}" for line in outside_stated_band(fidelity)]
+    for line in outside:
+        console.print(f"[bold red]outside the stated band:[/] {line}")
+    if outside:
+        raise typer.Exit(1)
+    console.print(f"{len(results)} run(s) predicted within the twin's stated band")
+
+
+__all__ = ["outside_stated_band", "predict_command", "render"]
