@@ -52,7 +52,8 @@ _BIMODAL = ("bimodal per rebalance (a rebalance between two batches costs nothin
 #: on a shared machine (measured: the hysteresis run's max dip 0.99 in one CI run, 0.05 in the
 #: next; experiment 3 asserts its own dip SLOs); actuation is milliseconds of thread
 #: scheduling (0.008 s -> 0.032 s between two clean runs); the rate window is an analysis
-#: setting that follows the replicas' batch interval, not a performance figure; a verdict
+#: setting that follows the replicas' batch interval, not a performance figure; the machine's
+#: load average is a condition of the run, not a result; a verdict
 #: (drain_monotone) has no relative change short of 100 %; the ideal
 #: drain and the oracle are yardsticks computed from the run's own measured capacity (the
 #: even-spread ideal drain moved +50 % between two clean runs), the ratios to them are gated.
@@ -65,6 +66,11 @@ NOT_GATED = {
                        "a criterion; a rebalance run's rolling restart can overlap its drain "
                        "(0 in the range run of the CI of 2026-11-23 13:38, 1 in all 3 "
                        "samples): shown, not gated"),
+    "burst_load_average_max": ("the machine's 1-minute load average during the burst: a "
+                               "condition of the run, not a result (it carries the previous "
+                               "run's tail and whatever else the machine runs; experiment 7's "
+                               "arrow run: 1.07-1.36 in its samples, 2.81 in the CI of "
+                               "2026-11-25 with nothing wrong): shown, not gated"),
     **{name: "a yardstick from the run's measured capacity, not a result: shown, not gated"
        for name in ("ideal_drain_time_s", "even_spread_ideal_drain_time_s",
                     "oracle_replica_seconds", "even_spread_oracle_replica_seconds",
@@ -73,8 +79,7 @@ NOT_GATED = {
 #: The start-up path of a replica (JVM start, join, first fetch) moves with whatever else the
 #: 2 cores run: a cold start took 15 s in one clean run and 24 s in the next. These metrics get
 #: a floor of 100 %: they fail past a doubling, not within it.
-WIDE = ("cold_start_s", "cold_start_median_s", "burst_load_average_max", "detection_s",
-        "join_s", "first_fetch_s")
+WIDE = ("cold_start_s", "cold_start_median_s", "detection_s", "join_s", "first_fetch_s")
 WIDE_FLOOR = 1.0
 #: The default rule, chosen out of sample: baselines from two CI runs with floor 0.25 and
 #: margin 2 failed 12 metrics of a third CI-like run that was not among their samples; floor 0.5

@@ -40,6 +40,8 @@ LOWER, HIGHER = "lower_is_better", "higher_is_better"
     pytest.param("max_dip", [0.4, 0.45, 0.5], LOWER, (None, 0.0), id="bimodal-not-gated"),
     pytest.param("actuation_s", [0.01, 0.01, 0.01], LOWER, (None, 0.0), id="not-gated"),
     pytest.param("cold_start_s", [20.0, 21.0, 20.0], LOWER, (20.0, 1.0), id="wide-floor"),
+    pytest.param("burst_load_average_max", [1.1, 1.2, 1.1], LOWER, (None, 0.0),
+                 id="machine-load-not-gated"),
     pytest.param("reaction_time_s", [20.0, None, 22.0], LOWER, (None, 0.0),
                  id="unmeasured-once-not-gated"),
 ])
