@@ -4,8 +4,9 @@ The file I/O happens here, outside ``control``; :func:`build_policy` hands the v
 to the policy registry (:data:`pytest_lagscale.control.policy.POLICIES`), imported when called
 so that importing ``config`` never imports ``control``.
 
-Kinds (:data:`MANIFEST_KINDS`): a KEDA ``ScaledObject`` (keda.sh/v1alpha1) or an
-autoscaling/v2 ``HorizontalPodAutoscaler`` with one cpu Utilization metric.
+Kinds (:data:`MANIFEST_KINDS`): a KEDA ``ScaledObject`` (keda.sh/v1alpha1), an
+autoscaling/v2 ``HorizontalPodAutoscaler`` with one cpu Utilization metric, or the lag-per-slot
+halving policy's ``LagPerSlotPolicy`` (lagscale.dev/v1alpha1, :mod:`.lag_per_slot`).
 
 Example:
     >>> config = load_policy_manifest("k8s/hpa-cpu-ci.yaml")  # doctest: +SKIP
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._problems import MISSING, Problems
 from pytest_lagscale.config.hpa import CpuHpaConfig, parse_cpu_hpa
+from pytest_lagscale.config.lag_per_slot import LagPerSlotConfig, parse_lag_per_slot
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig, parse_scaled_object
 from pytest_lagscale.errors import ConfigError
 
@@ -31,12 +33,13 @@ if TYPE_CHECKING:
     from pytest_lagscale.control.policy.base import ScalingPolicy
 
 #: A validated policy manifest (one of the kinds in :data:`MANIFEST_KINDS`).
-PolicyConfig = ScaledObjectConfig | CpuHpaConfig
+PolicyConfig = ScaledObjectConfig | CpuHpaConfig | LagPerSlotConfig
 
 #: Manifest ``kind`` -> ``parse(doc, *, source) -> PolicyConfig``.
 MANIFEST_KINDS: dict[str, Callable[..., Any]] = {
     "ScaledObject": parse_scaled_object,
     "HorizontalPodAutoscaler": parse_cpu_hpa,
+    "LagPerSlotPolicy": parse_lag_per_slot,
 }
 
 
@@ -61,7 +64,8 @@ def parse_policy_manifest(doc: Any, *, source: str = "<string>") -> PolicyConfig
     if parse is None:
         p = Problems(source)
         allowed = "one of {" + ", ".join(repr(k) for k in MANIFEST_KINDS) + "}"
-        p.add("kind", kind, allowed, "use a KEDA ScaledObject or an autoscaling/v2 HorizontalPodAutoscaler")
+        p.add("kind", kind, allowed, "use a KEDA ScaledObject, an autoscaling/v2 "
+              "HorizontalPodAutoscaler or a lagscale.dev/v1alpha1 LagPerSlotPolicy")
         p.raise_if_any()
     return parse(doc, source=source)
 
@@ -84,8 +88,10 @@ def with_lag_threshold(config: PolicyConfig, lag_threshold: int) -> PolicyConfig
             changed = True
         triggers.append(trigger)
     if not changed:
+        fix = ("set spec.lagPerSlot in the manifest" if config.kind == "LagPerSlotPolicy"
+               else "add a kafka trigger")
         raise ConfigError(f"--lag-threshold: {config.source} has no kafka trigger to override; "
-                          "drop --lag-threshold or add a kafka trigger")
+                          f"drop --lag-threshold or {fix}")
     return replace(config, triggers=tuple(triggers))
 
 

@@ -8,6 +8,6 @@ and ``now_s`` and returns decisions with CamelCase reason tokens.
 * :mod:`pytest_lagscale.control.hpa`: proposals and ``HorizontalPodAutoscaler``;
 * :mod:`pytest_lagscale.control.controller`: ``ScalingController`` (``poll`` / ``sync``);
 * :mod:`pytest_lagscale.control.observation`: ``Observation``, the input of every step;
-* :mod:`pytest_lagscale.control.policy`: the ``ScalingPolicy`` seam (``KedaHpaPolicy``) and the
-  policy registry ``POLICIES``.
+* :mod:`pytest_lagscale.control.policy`: the ``ScalingPolicy`` seam (``KedaHpaPolicy``,
+  ``LagPerSlotPolicy``) and the policy registry ``POLICIES``.
 """

@@ -3,6 +3,8 @@
 * :mod:`.base`: :class:`ScalingPolicy` (``due``, ``decide``, facts), :class:`Decision`,
   :class:`PolicyStep`;
 * :mod:`.keda_hpa`: :class:`KedaHpaPolicy` (a ScaledObject, or a plain CPU HPA);
+* :mod:`.lag_per_slot`: :class:`LagPerSlotPolicy` (the recipe "Kafka Lag Autoscaler"'s
+  lag-per-slot halving policy, a ``LagPerSlotPolicy`` manifest);
 * :data:`POLICIES`: manifest ``kind`` -> builder ``(config, *, created_at_s) -> ScalingPolicy``.
 
 A new policy is one module here and one line in :data:`POLICIES` (plus its manifest parser in
@@ -16,11 +18,13 @@ from typing import Any
 
 from pytest_lagscale.control.policy.base import Decision, PolicyStep, ScalingPolicy
 from pytest_lagscale.control.policy.keda_hpa import KedaHpaPolicy
+from pytest_lagscale.control.policy.lag_per_slot import LagPerSlotPolicy
 
 #: Manifest kind -> ``build(config, *, created_at_s=0.0) -> ScalingPolicy``.
 POLICIES: dict[str, Callable[..., Any]] = {
     "ScaledObject": KedaHpaPolicy.from_scaled_object,
     "HorizontalPodAutoscaler": KedaHpaPolicy.from_cpu_hpa,
+    "LagPerSlotPolicy": LagPerSlotPolicy.from_config,
 }
 
-__all__ = ["POLICIES", "Decision", "KedaHpaPolicy", "PolicyStep", "ScalingPolicy"]
+__all__ = ["POLICIES", "Decision", "KedaHpaPolicy", "LagPerSlotPolicy", "PolicyStep", "ScalingPolicy"]

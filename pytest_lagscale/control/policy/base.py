@@ -5,7 +5,7 @@ each tick, observes only then (lag when :attr:`~ScalingPolicy.needs_lag`, CPU wh
 :attr:`~ScalingPolicy.needs_cpu`), calls :meth:`ScalingPolicy.decide` and applies the
 :class:`Decision`: it writes each step to the event log under the step's ``event`` name and
 scales the Deployment when a step changed the replica count. One module per policy
-(:mod:`.keda_hpa`; the lag-per-slot halving policy arrives later), registered in
+(:mod:`.keda_hpa`, :mod:`.lag_per_slot`), registered in
 :data:`pytest_lagscale.control.policy.POLICIES` by manifest kind.
 """
 

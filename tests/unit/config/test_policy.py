@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from pytest_lagscale.config.hpa import CpuHpaConfig
+from pytest_lagscale.config.lag_per_slot import LagPerSlotConfig
 from pytest_lagscale.config.policy import (
     build_policy,
     load_policy_manifest,
@@ -19,13 +20,15 @@ from pytest_lagscale.errors import ConfigError
 
 from ._helpers import DELETE, K8S, committed, edited
 
-KINDS = "one of {'ScaledObject', 'HorizontalPodAutoscaler'}"
-KIND_FIX = "use a KEDA ScaledObject or an autoscaling/v2 HorizontalPodAutoscaler"
+KINDS = "one of {'ScaledObject', 'HorizontalPodAutoscaler', 'LagPerSlotPolicy'}"
+KIND_FIX = ("use a KEDA ScaledObject, an autoscaling/v2 HorizontalPodAutoscaler or a lagscale.dev/v1alpha1 "
+            "LagPerSlotPolicy")
 
 
 @pytest.mark.parametrize(("name", "config_type", "policy_name"), [
     pytest.param("scaledobject-ci.yaml", ScaledObjectConfig, "keda-hpa", id="scaledobject"),
     pytest.param("hpa-cpu-ci.yaml", CpuHpaConfig, "hpa", id="cpu-hpa"),
+    pytest.param("lag-per-slot-ci.yaml", LagPerSlotConfig, "lag-per-slot", id="lag-per-slot"),
 ])
 def test_load_dispatches_on_kind_and_builds(name: str, config_type: type, policy_name: str) -> None:
     config = load_policy_manifest(K8S / name)
@@ -79,18 +82,26 @@ def test_with_lag_threshold_needs_a_lag_trigger(doc: dict) -> None:
                                     "--lag-threshold or add a kafka trigger")]
 
 
+def test_with_lag_threshold_on_lag_per_slot_points_at_lag_per_slot() -> None:
+    with pytest.raises(ConfigError) as info:
+        with_lag_threshold(parse_policy_manifest(committed("lag-per-slot-ci.yaml"), source="l.yaml"), 10)
+    assert info.value.problems == [("--lag-threshold: l.yaml has no kafka trigger to override; drop "
+                                    "--lag-threshold or set spec.lagPerSlot in the manifest")]
+
+
 def test_build_policy_refuses_a_non_policy() -> None:
     with pytest.raises(ConfigError) as info:
         build_policy(object())  # type: ignore[arg-type]
     assert info.value.problems == [
-        ("'kind': got 'object', expected one of {'ScaledObject', 'HorizontalPodAutoscaler'} in build_policy(); "
-         "load the manifest with load_policy_manifest")]
+        ("'kind': got 'object', expected one of {'ScaledObject', 'HorizontalPodAutoscaler', 'LagPerSlotPolicy'} "
+         "in build_policy(); load the manifest with load_policy_manifest")]
 
 
 def test_config_does_not_import_control() -> None:
     """Dependencies point one way: control imports config, config imports control only when called."""
     code = ("import sys, pytest_lagscale.config.policy, pytest_lagscale.config.scaledobject, "
-            "pytest_lagscale.config.hpa, pytest_lagscale.config.triggers, pytest_lagscale.config.kafka_trigger; "
+            "pytest_lagscale.config.hpa, pytest_lagscale.config.triggers, pytest_lagscale.config.kafka_trigger, "
+            "pytest_lagscale.config.lag_per_slot; "
             "print(sorted(m for m in sys.modules if m.startswith('pytest_lagscale.control')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
     assert out.stdout.strip() == "[]"

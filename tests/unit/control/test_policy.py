@@ -155,7 +155,7 @@ def test_steps_carry_the_event_record_fields() -> None:
 
 def test_registries_have_one_entry_per_kind() -> None:
     assert list(TRIGGERS) == ["kafka", "cpu"]
-    assert list(POLICIES) == ["ScaledObject", "HorizontalPodAutoscaler"]
+    assert list(POLICIES) == ["ScaledObject", "HorizontalPodAutoscaler", "LagPerSlotPolicy"]
 
 
 def test_controller_has_no_trigger_type_switches() -> None:
