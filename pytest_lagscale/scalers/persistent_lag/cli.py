@@ -16,13 +16,11 @@ from typing import Any
 import typer
 
 from ...cli import EXIT_USAGE, app
+from .server import LISTENING
 
 scaler_app = typer.Typer(help="The persistent-lag external scaler (KEDA's external scaler gRPC protocol).",
                          no_args_is_help=True)
 app.add_typer(scaler_app, name="scaler")
-
-#: The first line ``serve`` prints; the run's scaler phase reads the address from it.
-LISTENING = "listening on "
 
 
 @scaler_app.command("serve")
@@ -41,6 +39,8 @@ def serve(
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        import grpc  # noqa: F401
+
         from .server import ScalerServer
     except ImportError as exc:
         typer.echo(f"error: {exc.name or exc}: not installed; pip install 'pytest-lagscale[scaler]'", err=True)

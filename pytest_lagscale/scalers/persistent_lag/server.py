@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 #: Worker threads of the gRPC server; every open StreamIsActive holds one.
 MAX_WORKERS = 16
+#: The first line ``lagscale scaler serve`` prints, before the address; a run's scaler process
+#: reads its address from it.
+LISTENING = "listening on "
 
 
 class ScalerServer(StartStop):
