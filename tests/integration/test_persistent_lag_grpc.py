@@ -212,3 +212,22 @@ def test_stop_ends_open_streams(scaler) -> None:
     server.stop()
     with pytest.raises(StopIteration):
         next(stream)
+
+
+def test_the_autoscalers_reader_gets_spec_value_and_activity_over_grpc(scaler) -> None:
+    from pytest_lagscale.control.keda import ExternalScalerCall
+    from pytest_lagscale.control.observation import ExternalMetric
+    from pytest_lagscale.platform.external import ExternalScalerReader
+
+    _, sources, server = scaler
+    reader = ExternalScalerReader(server.address, {"consumerGroup": "run-group"})
+    call = ExternalScalerCall(0, "lagscale://local", "consumer", "default", META, local=True)
+    try:
+        assert reader.read([call]) == {0: ExternalMetric(METRIC, 100.0, 0.0, False)}
+        sources["run-group"].lag = 40
+        wait_for(lambda: reader.read([call]), {0: ExternalMetric(METRIC, 100.0, 40.0, True)})
+        bad = ExternalScalerCall(1, "lagscale://local", "consumer", "default", {**META, "windowSize": "1"}, local=True)
+        got = reader.read([bad])[1]
+        assert got.error is not None and got.error.startswith("INVALID_ARGUMENT: 'windowSize': got '1'")
+    finally:
+        reader.close()

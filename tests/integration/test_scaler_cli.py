@@ -40,3 +40,18 @@ def test_serve_prints_its_address_answers_and_exits_cleanly_on_a_signal(signum: 
             proc.communicate()
     assert proc.returncode == 0, err
     assert out.strip() == f"stopped ({signal.Signals(signum).name})"
+
+
+def test_run_scaler_process_reports_its_address_and_stops_on_sigterm(tmp_path) -> None:
+    from pytest_lagscale.process import live_processes
+    from pytest_lagscale.scalers.persistent_lag.process import ScalerProcess
+
+    with ScalerProcess(tmp_path / "scaler.log") as scaler:
+        assert scaler.address is not None and scaler.address.startswith("127.0.0.1:")
+        assert scaler.process in live_processes()
+        ref = scaled_object_ref("c", "default", {"bootstrapServers": "127.0.0.1:1", "consumerGroup": "g",
+                                                 "topic": "events", "lagThreshold": "10"})
+        with ExternalScalerClient(scaler.address) as client:
+            assert client.metric_specs(ref) == [MetricSpecValue("persistent-kafka-lag-events", 10.0)]
+    assert scaler.stop() == "terminated"
+    assert (tmp_path / "scaler.log").read_text().splitlines()[-1] == "stopped (SIGTERM)"
