@@ -77,6 +77,12 @@ def wait_for(read: Callable[[], object], expected: object, within_s: float = 10.
     pytest.fail(f"no {expected!r} within {within_s} s; saw {seen}")
 
 
+def test_the_scripted_source_is_a_lag_source() -> None:
+    from pytest_lagscale.sources import LagSource
+
+    assert isinstance(ScriptedSource(), LagSource)
+
+
 def test_get_metric_spec_names_the_metric_and_the_target(scaler) -> None:
     client, _, _ = scaler
     assert client.metric_specs(ref()) == [MetricSpecValue(METRIC, 100.0)]

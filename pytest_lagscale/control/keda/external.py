@@ -160,7 +160,8 @@ class ExternalTrigger:
         return cls(config.settings, trigger_index=config.index, metric_type=config.metric_type)
 
     @classmethod
-    def with_lag_threshold(cls, settings: ExternalTriggerMetadata, lag_threshold: int) -> ExternalTriggerMetadata | None:
+    def with_lag_threshold(cls, settings: ExternalTriggerMetadata,
+                           lag_threshold: int) -> ExternalTriggerMetadata | None:
         """``settings`` with ``lagThreshold`` set to ``lag_threshold`` when the metadata has one
         (the persistent-lag scaler's target), else None."""
         if "lagThreshold" not in settings.metadata:

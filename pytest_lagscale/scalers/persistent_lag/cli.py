@@ -32,7 +32,9 @@ def serve(
 ) -> None:
     """Serve externalscaler.ExternalScaler: lag persisting above lagThreshold for sustainSeconds.
 
-    Point a ScaledObject trigger of type external (or external-push) at HOST:PORT as its scalerAddress; its metadata names the Kafka cluster, group, topic and the window (docs/policies.md, "Persistent-lag external scaler").
+    A ScaledObject trigger of type external (or external-push) names HOST:PORT as scalerAddress.
+
+    Its metadata names the Kafka cluster, group, topic and window (docs/policies.md).
     """
     from ...errors import LagscaleError
 
