@@ -209,9 +209,13 @@ class Run:
                          pid=server.pid)
 
     def scaler(self, stack: ExitStack) -> None:
-        """A policy whose external trigger the run serves itself: start ``lagscale scaler serve``
-        (stopped with the run); the autoscaler sends it the run's cluster, group and topic."""
-        if not getattr(self.plan.build_policy(), "needs_local_scaler", False):
+        """A policy (the run's, or one a ``switch_policy`` action switches to) whose external
+        trigger the run serves itself: start ``lagscale scaler serve`` (stopped with the run);
+        the autoscaler sends it the run's cluster, group and topic."""
+        switched = [a.action.policy for a in self.plan.actions
+                    if getattr(a.action, "name", "") == "switch_policy"]
+        policies = [self.plan.build_policy(), *map(self._build_policy, switched)]
+        if not any(getattr(p, "needs_local_scaler", False) for p in policies):
             return
         from ..scalers.persistent_lag.process import ScalerProcess
 
