@@ -67,6 +67,7 @@ from .report import findings_cli as _findings_cli  # noqa: E402,F401  (registers
 from .report import baseline_cli as _baseline_cli  # noqa: E402,F401  (registers `baseline`)
 from .twin import cli as _twin_cli  # noqa: E402,F401  (registers `simulate`)
 from .twin import tune_cli as _tune_cli  # noqa: E402,F401  (registers `tune`)
+from .scalers.persistent_lag import cli as _scaler_cli  # noqa: E402,F401  (registers `scaler serve`)
 
 
 def main() -> None:
@@ -104,3 +105,9 @@ def _detach_terminal() -> None:
                 os.dup2(devnull, fd)
     finally:
         os.close(devnull)
+
+
+if __name__ == "__main__":  # ``python -m pytest_lagscale.cli`` (how a run starts its own scaler)
+    from pytest_lagscale.cli import main as _main  # the imported module: its app has the sub-commands
+
+    _main()

@@ -10,9 +10,14 @@ annotation                                            default controller flag it
 ``lagscale.dev/hpa-sync-period-seconds``              15      ``--horizontal-pod-autoscaler-sync-period``
 ``lagscale.dev/hpa-tolerance``                        0.1     ``--horizontal-pod-autoscaler-tolerance``
 ``lagscale.dev/hpa-downscale-stabilization-seconds``  300     ``--horizontal-pod-autoscaler-downscale-stabilization``
+``lagscale.dev/local-scaler-address``                 unset   (the scaler's Deployment + Service)
 ==================================================== ======= =====================================
 
-Values are strings (annotations are ``map[string]string``) holding decimal numbers.
+Values are strings (annotations are ``map[string]string``) holding decimal numbers, except
+``local-scaler-address``: the ``host:port`` of an external scaler's Service that the local
+platform stands in for. A ``type: external`` trigger whose ``scalerAddress`` is that address
+(or ``lagscale://local``) is served by the run's own ``lagscale scaler serve``, as the cluster's
+Service would send it to ``k8s/persistent-lag-scaler.yaml``'s pods.
 Source: kubernetes/kubernetes pkg/controller/podautoscaler/config/v1alpha1/defaults.go v1.28.0;
 specs/keda-hpa-semantics.md §3.1
 """
@@ -20,16 +25,20 @@ specs/keda-hpa-semantics.md §3.1
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_lagscale.config._problems import Problems, join
 
+_ADDRESS = re.compile(r"[A-Za-z0-9.-]+:[0-9]{1,5}")
+
 PREFIX = "lagscale.dev/"
 SYNC_PERIOD = PREFIX + "hpa-sync-period-seconds"
 TOLERANCE = PREFIX + "hpa-tolerance"
 DOWNSCALE_STABILIZATION = PREFIX + "hpa-downscale-stabilization-seconds"
+LOCAL_SCALER_ADDRESS = PREFIX + "local-scaler-address"
 
 
 @dataclass(frozen=True)
@@ -42,11 +51,14 @@ class HarnessSettings:
             ([0, 1)), default 0.1.
         hpa_downscale_stabilization_s: scale-down window in seconds used when behavior is
             absent or leaves scaleDown.stabilizationWindowSeconds unset (>= 0), default 300.
+        local_scaler_address: the ``host:port`` the run's own external scaler stands in for
+            (None: only ``lagscale://local``).
     """
 
     hpa_sync_period_s: float = 15.0
     hpa_tolerance: float = 0.1
     hpa_downscale_stabilization_s: float = 300.0
+    local_scaler_address: str | None = None
 
 
 _RULES = {
@@ -65,9 +77,16 @@ def collect_harness_settings(annotations: Mapping[str, Any], path: str, p: Probl
         path: its key path (``metadata.annotations``).
         p: where problems are recorded (unknown ``lagscale.dev/`` keys are problems).
     """
-    values: dict[str, float] = {}
+    values: dict[str, Any] = {}
     ours = {k: v for k, v in annotations.items() if str(k).startswith(PREFIX)}
-    p.unknown_keys(ours, path, tuple(_RULES))
+    p.unknown_keys(ours, path, (*_RULES, LOCAL_SCALER_ADDRESS))
+    if LOCAL_SCALER_ADDRESS in ours:
+        text = ours[LOCAL_SCALER_ADDRESS]
+        if not isinstance(text, str) or not _ADDRESS.fullmatch(text):
+            p.add(join(path, LOCAL_SCALER_ADDRESS), text, "'host:port' (a scaler Service's address)",
+                  "set it to the scalerAddress of the trigger, e.g. 'lagscale-persistent-lag-scaler:6000'")
+        else:
+            values["local_scaler_address"] = text
     for key, (name, lo, lo_inclusive, hi, allowed, example) in _RULES.items():
         if key not in ours:
             continue

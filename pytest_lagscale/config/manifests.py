@@ -83,7 +83,7 @@ def check_manifests(manifests: Manifests) -> None:
                     if mine and mine != theirs:
                         p.add(f"{base}.{key}", mine, f"the Deployment's {flag} ({theirs!r}, {deployment.source})",
                               f"use the same {key} in both files")
-            elif deployment.cpu_request_millicores is None:
+            elif trigger.type == "cpu" and deployment.cpu_request_millicores is None:
                 p.add(f"spec.triggers[{trigger.index}].type", "cpu",
                       f"a Deployment with resources.requests.cpu ({deployment.source})",
                       "add a CPU request to the consumer container")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pytest_lagscale.control.keda.kafka_metadata import KafkaTriggerMetadata
 
 TRIGGER_KEYS = ("type", "name", "metadata", "authenticationRef", "metricType", "useCachedMetrics")
-_OTHER_KEDA_TYPES = ("apache-kafka", "memory", "prometheus", "cron", "kafka-streams", "external")
+_OTHER_KEDA_TYPES = ("apache-kafka", "memory", "prometheus", "cron", "kafka-streams", "external-push")
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,13 @@ class TriggerConfig:
 
     Attributes:
         index: position in ``spec.triggers`` (the ``s<index>-`` metric-name prefix).
-        type: the registry key (``kafka``, ``cpu``).
+        type: the registry key (``kafka``, ``cpu``, ``external``).
         name: the trigger's ``name`` (``''`` when unset).
         metric_type: ``AverageValue`` (kafka default) or ``Value``; ``Utilization`` for cpu.
         use_cached_metrics: the HPA reads the value stored by the last polling-loop run.
         metadata: the metadata strings as written.
         settings: the type's validated metadata (``KafkaTriggerMetadata``,
-            ``CpuTriggerMetadata``), built by the registry entry.
+            ``CpuTriggerMetadata``, ``ExternalTriggerMetadata``), built by the registry entry.
         resource_metric: a Resource metric (cpu) the HPA reads from the metrics API.
     """
 

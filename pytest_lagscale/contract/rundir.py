@@ -13,6 +13,7 @@ One run writes one directory, ``<out>/<UTC stamp>-<label>[-N]/``::
     manifest.json  report.json      the producer's acknowledged offsets
     prometheus/                     Prometheus's config, data and log
     reconcile.log  librdkafka.log   JVM output of the reconciliation; librdkafka's own log lines
+    scaler.log                      the run's own external scaler (lagscale scaler serve), if any
 
 Both the harness and the replica program import this module (it is part of the contract layer):
 it uses the standard library only.
@@ -108,6 +109,9 @@ class RunDir:
     librdkafka_log = _In("librdkafka.log")
     #: The output of the local platform's image build step (the replicas' CDS training).
     image_build_log = _In("image-build.log")
+    #: The output of the run's own external scaler (``lagscale scaler serve``), when its policy
+    #: has one.
+    scaler_log = _In("scaler.log")
 
     def source_events(self, source: str) -> Path:
         """The event log of ``source`` (``runner``, ``producer``, ``controller``, ``platform``)."""

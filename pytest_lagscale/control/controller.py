@@ -48,7 +48,7 @@ class TriggerEvaluation:
 
     Attributes:
         index: position in ``spec.triggers``.
-        type: ``kafka`` or ``cpu``.
+        type: ``kafka``, ``cpu`` or ``external``.
         metric_name: e.g. ``s0-kafka-events``.
         target: the metric target (type and value).
         metric_value: value given to the HPA (fallback value included), None on error or cpu poll.
@@ -279,12 +279,15 @@ class ScalingController:
     def _evaluate(self, slot: _Slot, obs: Observation, now_s: float, *, for_poll: bool) -> TriggerEvaluation:
         """One trigger read; a Resource metric reports no value to KEDA's polling loop (§2.3)."""
         trigger = slot.trigger
-        base = dict(index=slot.config.index, type=slot.config.type, metric_name=trigger.metric_name,
-                    target=trigger.metric_target)
         try:
             result = trigger.evaluate(obs, now_s)
         except TriggerError as exc:
-            return self._failed(slot, base, str(exc), obs)
+            result, error = None, str(exc)
+        # After evaluate: an external trigger learns its metric name and target from its scaler.
+        base = dict(index=slot.config.index, type=slot.config.type, metric_name=trigger.metric_name,
+                    target=trigger.metric_target)
+        if result is None:
+            return self._failed(slot, base, error, obs)
         if slot.fallback is not None:
             slot.fallback.on_success()
         value = None if for_poll and trigger.resource_metric else result.metric_value

@@ -1,7 +1,8 @@
 """What the runner measured just before a controller step: the input of every trigger and policy.
 
 Pure data: the runner (``platform.autoscaler``) fills it from the lag source, the platform's
-replica counts and, for CPU triggers, per-pod CPU samples; ``control`` only reads it.
+replica counts, for CPU triggers per-pod CPU samples and, for ``type: external`` triggers, what
+their gRPC scalers answered; ``control`` only reads it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,27 @@ Offsets = Mapping[int, "tuple[int, int | None]"]
 
 
 @dataclass(frozen=True)
+class ExternalMetric:
+    """One ``type: external`` trigger's scaler, as the runner read it over gRPC just before a step.
+
+    Attributes:
+        metric_name: ``GetMetricSpec``'s first metric name (KEDA prefixes ``s<i>-``), None if
+            the spec was never read.
+        target: that spec's target (``targetSizeFloat`` when > 0, else ``targetSize``).
+        value: ``GetMetrics``'s value (the sum of the returned values; per value the float field
+            when > 0, else the int field), None when the call failed.
+        active: ``IsActive``'s result, None when the call failed.
+        error: the failed call's message (gRPC status and details), None when all succeeded.
+    """
+
+    metric_name: str | None = None
+    target: float | None = None
+    value: float | None = None
+    active: bool | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Observation:
     """What the runner measured just before a step.
 
@@ -27,6 +49,8 @@ class Observation:
         status_replicas: pods that exist (``status.replicas``), default ``current_replicas``.
         ready_replicas: Running and Ready pods, default ``status_replicas``.
         cpu_pods: per-pod CPU usage and requests for cpu triggers (None = unavailable).
+        external: trigger index -> its external scaler's reading, for ``type: external``
+            triggers (None: the policy has none, or nothing was read).
     """
 
     current_replicas: int
@@ -34,6 +58,7 @@ class Observation:
     status_replicas: int | None = None
     ready_replicas: int | None = None
     cpu_pods: tuple[PodCpu, ...] | None = None
+    external: Mapping[int, ExternalMetric] | None = None
 
     @property
     def status(self) -> int:

@@ -161,6 +161,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
     if reference is None:
         default = load_policy_manifest(manifest_paths(settings.scale)["scaled_object"])
         reference = build_policy(default).lag_threshold_records
+    _check_local_scaler_metadata(policy, policy_config.source)
     if policy.needs_lag is False and policy.needs_cpu and not deployment.cpu_request_millicores:
         raise ConfigError(f"{deployment.source}: the policy {policy_config.source} scales on "
                           "CPU utilization but the consumer container has no "
@@ -177,6 +178,30 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    max_partitions=max([profile.partitions, *grown]),
                    reference_lag_threshold=int(reference or 0), policy_kind=policy.name,
                    replica_range=(policy.min_replicas, policy.max_replicas))
+
+
+def _check_local_scaler_metadata(policy: Any, source: str) -> None:
+    """The run's own scaler is the persistent-lag scaler: check the metadata of the triggers it
+    serves now, as it would (bootstrapServers, consumerGroup and topic are the run's).
+
+    Raises:
+        ConfigError: every problem, naming the manifest and the trigger.
+    """
+    from ..scalers.persistent_lag.metadata import parse_metadata
+    from ..sources import LAG_SOURCES
+
+    lines: list[str] = []
+    for call in getattr(policy, "external_scalers", ()):
+        if not call.local:
+            continue
+        run_keys = {"bootstrapServers": "run", "consumerGroup": "run", "topic": "run"}
+        try:
+            parse_metadata({**call.metadata, **run_keys}, lag_sources=tuple(LAG_SOURCES),
+                           source=f"{source} spec.triggers[{call.trigger_index}].metadata")
+        except ConfigError as exc:
+            lines.extend(exc.problems)
+    if lines:
+        raise ConfigError(lines)
 
 
 __all__ = ["STATIC_SESSION_TIMEOUT_S", "RunPlan", "plan_run", "profile_spike_window",

@@ -8,6 +8,10 @@ Ctrl-C, SIGTERM/SIGHUP) stops everything started so far, newest first:
 ``topic``      the topic with the profile's partitions; the lag source (the group's offsets);
 ``spark``      for the spark-connect engine without ``--spark-remote``: the run's own Spark
                Connect server (its busy ratio is served with the lag);
+``scaler``     for a policy with a ``type: external`` trigger served by the run itself
+               (``scalerAddress: lagscale://local`` or the ScaledObject's
+               ``lagscale.dev/local-scaler-address``): ``lagscale scaler serve`` as a child
+               process on a free port;
 ``observe``    Prometheus (1 s scrape, file-based discovery) and the lag exporter;
 ``deploy``     the platform's Deployment at minReplicaCount, waited ready;
 ``autoscale``  the scaling policy's autoscaler (first decision made), then a few scrapes;
@@ -117,6 +121,7 @@ class _Parts:
     template: Any = None
     autoscaler: Any = None
     spark_server: Any = None
+    scaler: Any = None
     targets: tuple[str, ...] = ()
 
 
@@ -203,6 +208,25 @@ class Run:
         self.events.emit("spark_connect_ready", url=server.url, startup_s=server.startup_s,
                          pid=server.pid)
 
+    def scaler(self, stack: ExitStack) -> None:
+        """A policy (the run's, or one a ``switch_policy`` action switches to) whose external
+        trigger the run serves itself: start ``lagscale scaler serve`` (stopped with the run);
+        the autoscaler sends it the run's cluster, group and topic."""
+        switched = [a.action.policy for a in self.plan.actions
+                    if getattr(a.action, "name", "") == "switch_policy"]
+        policies = [self.plan.build_policy(), *map(self._build_policy, switched)]
+        if not any(getattr(p, "needs_local_scaler", False) for p in policies):
+            return
+        from ..scalers.persistent_lag.process import ScalerProcess
+
+        self._show("starting the scaler")
+        scaler = ScalerProcess(self.layout.scaler_log)
+        stack.callback(scaler.stop)
+        scaler.start()
+        self.parts.scaler = scaler
+        self.events.emit("scaler_ready", address=scaler.address, startup_s=scaler.startup_s,
+                         pid=scaler.pid)
+
     def observe(self, stack: ExitStack) -> None:
         from ..observe.lag_exporter import serve_lag_exporter
         from ..observe.prometheus import PrometheusServer
@@ -243,7 +267,8 @@ class Run:
         autoscaler = LocalAutoscaler(
             policy, self.parts.platform, self.parts.lag_source,
             self.layout.source_events("controller"), clock=self.clock.inner,
-            cpu_request_millicores=self.parts.template.cpu_request_millicores)
+            cpu_request_millicores=self.parts.template.cpu_request_millicores,
+            external_scalers=self._external_scalers())
         self.parts.autoscaler = stack.enter_context(autoscaler)
         self.parts.prometheus.set_targets("controller",
                                           [f"127.0.0.1:{autoscaler.metrics_port}"])
@@ -356,6 +381,17 @@ class Run:
             return unprocessed_records(autoscaler.last_offsets)
         return _read_unprocessed(self.parts.lag_source)
 
+    def _external_scalers(self) -> Any:
+        """The reader of external triggers' scalers: the run's own scaler (if started) for local
+        triggers, sent this run's cluster, group and topic; None when it has none."""
+        if self.parts.scaler is None:
+            return None
+        from ..platform.external import ExternalScalerReader
+
+        return ExternalScalerReader(self.parts.scaler.address, {
+            "bootstrapServers": self.parts.cluster.bootstrap_servers,
+            "consumerGroup": self.group, "topic": self.topic})
+
     def _build_policy(self, ref: str) -> Any:
         from ..config.bundled import resolve_manifest
         from ..config.policy import build_policy, load_policy_manifest
@@ -394,7 +430,7 @@ class Run:
 #: The run's phases in order (name, method).
 PHASES: tuple[tuple[str, Callable[[Run, ExitStack], None]], ...] = (
     ("broker", Run.broker), ("topic", Run.topic_phase), ("spark", Run.spark),
-    ("observe", Run.observe),
+    ("scaler", Run.scaler), ("observe", Run.observe),
     ("deploy", Run.deploy), ("autoscale", Run.autoscale), ("load", Run.load),
     ("settle", Run.settle), ("record", Run.record))
 

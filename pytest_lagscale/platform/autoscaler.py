@@ -8,8 +8,11 @@ plain CPU HPA, ...). Each :meth:`~LocalAutoscaler.step` at ``now_s``:
    at once, the HPA sync every sync period: the schedule is the policy's);
 2. ``observe``: reads ``{partition: (committed, log_end)}`` from the lag source if the policy
    needs lag (a failed read is a ``lag_read_failed`` event and a trigger error, as in KEDA),
-   replica counts and, when the Deployment requests CPU, per-replica CPU (a ``replica_cpu``
-   event, millicores per replica; the policy sees it only if it needs CPU);
+   replica counts, when the Deployment requests CPU, per-replica CPU (a ``replica_cpu``
+   event, millicores per replica; the policy sees it only if it needs CPU) and, for every
+   ``type: external`` trigger, its scaler's answers over gRPC (GetMetricSpec once, GetMetrics
+   and IsActive each step: :mod:`.external`; a failed call is an ``external_read_failed``
+   event and a trigger error);
 3. ``decide``: the policy's steps (``keda_poll``, ``hpa_sync``, ...);
 4. ``apply``: each step goes to ``controller.events.jsonl`` under its event name with its inputs
    and outputs; a step that changed the replica count is also a ``decision`` event and scales
@@ -33,7 +36,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from ..clock import Clock, RealClock
 from ..control.hpa import PodCpu
-from ..control.observation import Observation
+from ..control.observation import ExternalMetric, Observation
 from ..control.policy.base import PolicyStep, ScalingPolicy
 from ..eventlog import EventLog
 from ..lifecycle import StartStop
@@ -103,6 +106,9 @@ class LocalAutoscaler(StartStop):
         name: object name in metric labels (default: the policy's ``metrics_name``).
         cpu_sampler: ``sample(replicas, now_s) -> {replica_id: millicores}`` (default: a
             :class:`~pytest_lagscale.platform.cpu.CpuSampler` of the replicas' processes).
+        external_scalers: the reader of ``type: external`` triggers' scalers (default: an
+            :class:`~pytest_lagscale.platform.external.ExternalScalerReader` without a run-owned
+            scaler, made when a policy first has such a trigger); closed by :meth:`stop`.
 
     Attributes:
         decisions: every step applied so far, in order.
@@ -114,7 +120,7 @@ class LocalAutoscaler(StartStop):
     def __init__(self, policy: ScalingPolicy, deployment: ScaledDeployment,
                  lag_source: LagSource | None, event_log_path: str | Path, *,
                  clock: Clock | None = None, cpu_request_millicores: int | None = None,
-                 name: str | None = None, cpu_sampler: Any = None):
+                 name: str | None = None, cpu_sampler: Any = None, external_scalers: Any = None):
         self.policy = policy
         self.deployment = deployment
         self.lag_source = lag_source
@@ -124,6 +130,7 @@ class LocalAutoscaler(StartStop):
         self.metrics = ControllerMetrics(name, f"keda-hpa-{name}")
         self.cpu_request_millicores = cpu_request_millicores
         self._cpu = (cpu_sampler or CpuSampler()) if cpu_request_millicores else None
+        self.external_scalers = external_scalers
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -193,7 +200,23 @@ class LocalAutoscaler(StartStop):
         self.last_offsets = offsets
         return Observation(current_replicas=self.deployment.desired_replicas, offsets=offsets,
                            status_replicas=self.deployment.current_replicas,
-                           ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods)
+                           ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods,
+                           external=self._read_external(policy))
+
+    def _read_external(self, policy: ScalingPolicy) -> dict[int, ExternalMetric] | None:
+        """Each external trigger's scaler over gRPC (None: the policy has no such trigger)."""
+        calls = getattr(policy, "external_scalers", ())
+        if not calls:
+            return None
+        if self.external_scalers is None:
+            from .external import ExternalScalerReader
+
+            self.external_scalers = ExternalScalerReader()
+        readings = self.external_scalers.read(calls)
+        for index, reading in readings.items():
+            if reading.error is not None:
+                self.events.emit("external_read_failed", trigger_index=index, error=reading.error)
+        return readings
 
     def _apply(self, step: PolicyStep) -> PolicyStep:
         self.decisions.append(step)
@@ -240,4 +263,6 @@ class LocalAutoscaler(StartStop):
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        if self.external_scalers is not None:
+            self.external_scalers.close()
         self.events.close()

@@ -2,6 +2,7 @@
 
 * :class:`KafkaLagTrigger` (:mod:`.kafka_lag`): lag per partition, caps, metric and activity;
 * :class:`CpuTrigger` (:mod:`.cpu`): the Resource cpu metric the HPA decides on;
+* :class:`ExternalTrigger` (:mod:`.external`): a gRPC external scaler's metric (``type: external``);
 * :class:`Fallback` (:mod:`.fallback`): failure counting and the stand-in metric;
 * :class:`ActivationLoop` (:mod:`.activation`): 0 <-> N, cooldownPeriod, idleReplicaCount;
 * :data:`TRIGGERS` (:mod:`.registry`): ``type:`` -> trigger class (parses its metadata, builds itself).
@@ -27,6 +28,12 @@ from pytest_lagscale.control.keda.base import (
     external_metric_proposal,
 )
 from pytest_lagscale.control.keda.cpu import CpuTrigger, CpuTriggerMetadata
+from pytest_lagscale.control.keda.external import (
+    LOCAL_SCALER,
+    ExternalScalerCall,
+    ExternalTrigger,
+    ExternalTriggerMetadata,
+)
 from pytest_lagscale.control.keda.fallback import Fallback, FallbackOutcome
 from pytest_lagscale.control.keda.kafka_lag import (
     KafkaLagTrigger,
@@ -39,7 +46,8 @@ from pytest_lagscale.control.keda.kafka_metadata import KafkaTriggerMetadata, pa
 from pytest_lagscale.control.keda.registry import TRIGGERS
 
 __all__ = [
-    "TRIGGERS", "ActivationDecision", "ActivationLoop", "ActivationSpec", "CpuTrigger", "CpuTriggerMetadata",
+    "LOCAL_SCALER", "TRIGGERS", "ActivationDecision", "ActivationLoop", "ActivationSpec", "CpuTrigger",
+    "CpuTriggerMetadata", "ExternalScalerCall", "ExternalTrigger", "ExternalTriggerMetadata",
     "Fallback", "FallbackOutcome", "KafkaLagTrigger", "KafkaTriggerMetadata", "MetricTarget", "PartitionLag",
     "Trigger", "TriggerError", "TriggerResult", "TriggerType", "external_metric_proposal", "find_factors",
     "metric_name", "next_balancing_factor", "parse_kafka_trigger_metadata",

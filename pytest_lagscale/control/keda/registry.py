@@ -8,7 +8,7 @@ type switches.
 Example:
     >>> from pytest_lagscale.control.keda.registry import TRIGGERS
     >>> sorted(TRIGGERS)
-    ['cpu', 'kafka']
+    ['cpu', 'external', 'kafka']
     >>> TRIGGERS["kafka"].metric_types
     ('AverageValue', 'Value')
 """
@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from pytest_lagscale.control.keda.base import TriggerType
 from pytest_lagscale.control.keda.cpu import CpuTrigger
+from pytest_lagscale.control.keda.external import ExternalTrigger
 from pytest_lagscale.control.keda.kafka_lag import KafkaLagTrigger
 
 #: Trigger types lagscale simulates, in the order error messages list them.
 TRIGGERS: dict[str, TriggerType] = {
     "kafka": KafkaLagTrigger,
     "cpu": CpuTrigger,
+    "external": ExternalTrigger,
 }

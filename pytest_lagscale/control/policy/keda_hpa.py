@@ -33,6 +33,7 @@ from pathlib import Path
 from pytest_lagscale.config.hpa import CpuHpaConfig
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig
 from pytest_lagscale.control.controller import PollDecision, ScalingController, SyncDecision
+from pytest_lagscale.control.keda.external import ExternalScalerCall, ExternalTrigger
 from pytest_lagscale.control.observation import Observation
 from pytest_lagscale.control.policy.base import Decision
 
@@ -47,6 +48,7 @@ class KedaHpaPolicy:
         replica_range: ``(min_replicas, max_replicas)`` the policy sets (KEDA's
             minReplicaCount/maxReplicaCount, or the HPA's minReplicas/maxReplicas).
         source: the manifest file (informational).
+        namespace: the manifest's ``metadata.namespace`` (``default`` when unset).
 
     Attributes:
         name, metrics_name: as given.
@@ -58,9 +60,9 @@ class KedaHpaPolicy:
     """
 
     def __init__(self, controller: ScalingController, *, name: str, metrics_name: str,
-                 replica_range: tuple[int, int], source: str = ""):
+                 replica_range: tuple[int, int], source: str = "", namespace: str = "default"):
         self.controller = controller
-        self.name, self.metrics_name = name, metrics_name
+        self.name, self.metrics_name, self.namespace = name, metrics_name, namespace
         self.min_replicas, self.max_replicas = replica_range
         self.source = source
         self._next_poll_s: float | None = None
@@ -72,7 +74,7 @@ class KedaHpaPolicy:
         which initialCooldownPeriod counts from)."""
         return cls(ScalingController.from_scaled_object(config, created_at_s=created_at_s), name="keda-hpa",
                    metrics_name=config.name, replica_range=(config.min_replica_count, config.max_replica_count),
-                   source=config.source)
+                   source=config.source, namespace=config.meta.namespace or "default")
 
     @classmethod
     def from_cpu_hpa(cls, config: CpuHpaConfig, *, created_at_s: float = 0.0) -> KedaHpaPolicy:
@@ -101,6 +103,19 @@ class KedaHpaPolicy:
     def needs_cpu(self) -> bool:
         """Some trigger reads per-pod CPU."""
         return any(t.needs_cpu for t in self.controller.triggers)
+
+    @property
+    def external_scalers(self) -> tuple[ExternalScalerCall, ...]:
+        """One call per ``type: external`` trigger: whom the runner asks over gRPC before each
+        step, and the ``ScaledObjectRef`` it sends (name, namespace, the trigger's metadata)."""
+        local = self.controller.spec.harness.local_scaler_address
+        return tuple(t.call(self.metrics_name, self.namespace, local) for t in self.controller.triggers
+                     if isinstance(t, ExternalTrigger))
+
+    @property
+    def needs_local_scaler(self) -> bool:
+        """Some external trigger is served by the run's own scaler (the run starts one)."""
+        return any(call.local for call in self.external_scalers)
 
     @property
     def polling_interval_s(self) -> float | None:

@@ -19,12 +19,12 @@ NAMES = ("bursty, bursty-ci, ceiling, ceiling-ci, partitions, partitions-ci, reb
          "rebalance-ci, spike, spike-ci, "
          "spike-demo")
 MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, lag-per-slot, "
-             "lag-per-slot-ci, scaledobject, "
+             "lag-per-slot-ci, persistent-lag-scaler, scaledobject, "
              "scaledobject-ceiling, scaledobject-ceiling-ci, scaledobject-ceiling-idle, "
              "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-flap, scaledobject-flap-ci, "
              "scaledobject-hysteresis, scaledobject-hysteresis-ci, scaledobject-partitions, "
-             "scaledobject-partitions-ci, scaledobject-rebalance, "
-             "scaledobject-rebalance-ci")
+             "scaledobject-partitions-ci, scaledobject-persistent-lag, scaledobject-persistent-lag-ci, "
+             "scaledobject-rebalance, scaledobject-rebalance-ci")
 
 
 def test_data_path_is_a_real_directory_inside_the_package() -> None:

@@ -107,7 +107,8 @@ BAD = [
                  ["'spec.triggers[0].metricType': got 'Utilization', expected one of {'AverageValue', 'Value'} in "
                   "so.yaml; use one of {'AverageValue', 'Value'}"], id="1.1-kafka-utilization-rejected"),
     pytest.param((((*TRIGGER, "type"), "kafak"),),
-                 ["'spec.triggers[0].type': got 'kafak', expected one of {'kafka', 'cpu'} in so.yaml; use 'kafka'"],
+                 ["'spec.triggers[0].type': got 'kafak', expected one of {'kafka', 'cpu', 'external'} in so.yaml; "
+                  "use 'kafka'"],
                  id="trigger-type-typo"),
     pytest.param(((("spec", "triggers"), []),),
                  ["'spec.triggers': got [], expected a non-empty list in so.yaml; add a kafka trigger"],

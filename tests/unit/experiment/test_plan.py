@@ -165,3 +165,18 @@ def test_the_recorded_spark_remote_carries_no_credentials(url, recorded) -> None
     from pytest_lagscale.experiment.analysis import redact_remote
 
     assert redact_remote(url) == recorded
+
+
+def test_persistent_lag_plan_checks_the_run_scalers_metadata_up_front(tmp_path: Path) -> None:
+    plan = plan_run(RunSettings(SPIKE_CI, policy="scaledobject-persistent-lag-ci"))
+    assert (plan.policy_name, plan.lag_threshold, plan.policy_kind) == ("scaledobject-persistent-lag-ci", 500,
+                                                                        "keda-hpa")
+    assert plan.build_policy().needs_local_scaler
+    bad = tmp_path / "so.yaml"
+    bad.write_text(Path("k8s/scaledobject-persistent-lag-ci.yaml").read_text().replace(
+        'windowSize: "16"', 'windowSize: "4"'))
+    with pytest.raises(ConfigError) as info:
+        plan_run(RunSettings(SPIKE_CI, policy=str(bad)))
+    assert info.value.problems == [
+        f"'sustainSeconds': got '15', expected at most (windowSize - 1) x samplingInterval = 6 s (the window must "
+        f"span it) in {bad} spec.triggers[0].metadata; raise windowSize or samplingInterval, or lower sustainSeconds"]

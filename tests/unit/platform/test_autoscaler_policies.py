@@ -109,3 +109,50 @@ def test_set_policy_switches_mid_run_with_a_fresh_schedule(tmp_path) -> None:
                                     "to_object": "lagscale-consumer-cpu", "lag_threshold_records": None}]
     after = [e["event"] for e in events if e["monotonic_s"] >= 4.5 and e["event"] not in ("policy_switched", "replica_cpu")]
     assert after == ["hpa_sync"]  # no KEDA poll after the switch; first sync one period later
+
+
+@dataclass
+class ScriptedScalers:
+    """An ExternalScalerReader stand-in: every read returns ``value``/``active`` (or ``error``)
+    for each call, and records the calls."""
+
+    value: float = 0.0
+    active: bool = True
+    error: str | None = None
+    calls: list = field(default_factory=list)
+    closed: bool = False
+
+    def read(self, calls):  # type: ignore[no-untyped-def]
+        from pytest_lagscale.control.observation import ExternalMetric
+
+        self.calls.append(tuple(calls))
+        if self.error is not None:
+            return {c.trigger_index: ExternalMetric("persistent-kafka-lag-events", 500.0, error=self.error)
+                    for c in calls}
+        return {c.trigger_index: ExternalMetric("persistent-kafka-lag-events", 500.0, self.value, self.active)
+                for c in calls}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_external_triggers_are_read_through_the_scalers_reader_each_due_step(tmp_path) -> None:
+    """scaledobject-persistent-lag-ci.yaml: the scaler's 2,600 over target 500 asks for 6; no
+    lag is read (the scaler reads it); a failed read is an external_read_failed event."""
+    clock, lag, scalers = FakeClock(0.0), ScriptedLag(), ScriptedScalers(value=2600.0)
+    deployment = CountingDeployment()
+    scaler = LocalAutoscaler(policy("scaledobject-persistent-lag-ci.yaml"), deployment, lag,
+                             tmp_path / "c.jsonl", clock=clock, external_scalers=scalers)
+    tick(scaler, clock, until_s=3.0)
+    assert lag.reads == 0
+    assert len(scalers.calls) == 3  # steps due at 0, 2, 3 s
+    call = scalers.calls[0][0]
+    assert (call.trigger_index, call.local, call.name, call.namespace) == (0, True, "lagscale-consumer", "default")
+    syncs = [d for d in scaler.decisions if d.event == "hpa_sync"]
+    assert [(s.proposal, s.replicas_after) for s in syncs] == [(6, 5)]
+    scalers.error = "UNAVAILABLE: down"
+    tick(scaler, clock, until_s=4.0)
+    scaler.stop()
+    failed = [e for e in read_events(tmp_path / "c.jsonl") if e["event"] == "external_read_failed"]
+    assert [(e["trigger_index"], e["error"]) for e in failed] == [(0, "UNAVAILABLE: down")]
+    assert scalers.closed

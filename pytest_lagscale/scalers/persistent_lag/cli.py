@@ -1,0 +1,71 @@
+"""``lagscale scaler serve``: the persistent-lag scaler as a KEDA external scaler (gRPC).
+
+Registers the ``scaler`` command group on :data:`pytest_lagscale.cli.app` (``cli.py`` imports
+this module after defining ``app``). ``serve`` prints ``listening on HOST:PORT`` (flushed, the
+port is the real one when ``--port 0``), serves until SIGTERM or SIGINT, then stops sampling,
+ends open streams and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from typing import Any
+
+import typer
+
+from ...cli import EXIT_USAGE, app
+from .server import LISTENING
+
+scaler_app = typer.Typer(help="The persistent-lag external scaler (KEDA's external scaler gRPC protocol).",
+                         no_args_is_help=True)
+app.add_typer(scaler_app, name="scaler")
+
+
+@scaler_app.command("serve")
+def serve(
+    port: int = typer.Option(6000, "--port", min=0, max=65535, metavar="PORT", show_default=False,
+                             help="Port to listen on; 0 picks a free one. Default: 6000"),
+    host: str = typer.Option("127.0.0.1", "--host", metavar="HOST", show_default=False,
+                             help="Address to bind (0.0.0.0 in a container). Default: 127.0.0.1"),
+) -> None:
+    """Serve externalscaler.ExternalScaler: lag persisting above lagThreshold for sustainSeconds.
+
+    A ScaledObject trigger of type external (or external-push) names HOST:PORT as scalerAddress.
+
+    Its metadata names the Kafka cluster, group, topic and window (docs/policies.md).
+    """
+    from ...errors import LagscaleError
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        import grpc  # noqa: F401
+
+        from .server import ScalerServer
+    except ImportError as exc:
+        typer.echo(f"error: {exc.name or exc}: not installed; pip install 'pytest-lagscale[scaler]'", err=True)
+        raise typer.Exit(EXIT_USAGE) from exc
+    stopping: list[str] = []
+
+    def _stop(signum: int, frame: Any) -> None:
+        stopping.append(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    server = ScalerServer(host, port)
+    try:
+        server.start()
+    except LagscaleError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from exc
+    try:
+        typer.echo(f"{LISTENING}{server.address}")
+        sys.stdout.flush()
+        while not stopping:
+            server.wait(0.2)
+    finally:
+        server.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    typer.echo(f"stopped ({stopping[0]})")
