@@ -34,6 +34,7 @@ from .group import (
     consumer_config,
     describe_members,
 )
+from .lag import ConsumerLagCollector
 from .metrics import MetricsServer, ReplicaMetrics
 from .options import ConsumerOptions
 from .pipeline import BatchProcessor, WriteSimulator
@@ -77,6 +78,9 @@ class Replica:
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
         self.handler: RebalanceHandler | None = None
+        # consumer_records_lag{topic,partition}: read at scrape time from the owned partitions.
+        self.lag = ConsumerLagCollector(self.opts.topic, self._owned)
+        parts.metrics.registry.register(self.lag)
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
                                     self.opts.metrics_port)
         # Read at scrape time: the gauge is never set, so the signal handler takes no
@@ -171,6 +175,7 @@ class Replica:
         self.handler = RebalanceHandler(committer, m, ev, self.p.clock, self._on_joined)
         consumer.subscribe([self.opts.topic], on_assign=self.handler.on_assign,
                            on_revoke=self.handler.on_revoke, on_lost=self.handler.on_lost)
+        self.lag.attach(consumer)
         ev.emit("subscribed", topic=self.opts.topic, group=self.opts.group)
         processor = BatchProcessor(
             self.p.engine, self.p.store,
@@ -250,6 +255,7 @@ class Replica:
                            buffered_dropped=trigger.discard())
         if self.handler is not None:
             self.handler.closing = True
+        self.lag.detach()  # no scrape reads the handle while close() destroys it
         consumer.close()
         self.p.events.emit("closed", left_group=self.opts.instance_id is None,
                            static_member=self.opts.instance_id is not None)
@@ -266,6 +272,10 @@ class Replica:
         return code
 
     # -- callbacks -------------------------------------------------------------------------
+    def _owned(self) -> frozenset[int]:
+        """The partitions this replica owns now (read by the lag collector's scrape thread)."""
+        return frozenset(self.handler.assigned) if self.handler is not None else frozenset()
+
     def _on_joined(self) -> None:
         self.p.events.emit("ready")
 
