@@ -1,7 +1,8 @@
 """What the runner measured just before a controller step: the input of every trigger and policy.
 
 Pure data: the runner (``platform.autoscaler``) fills it from the lag source, the platform's
-replica counts and, for CPU triggers, per-pod CPU samples; ``control`` only reads it.
+replica counts and, for CPU triggers, per-pod CPU samples, for a Pods metric its per-pod values
+from Prometheus; ``control`` only reads it.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_lagscale.control.hpa.replica_calculator import PodCpu
+from pytest_lagscale.control.hpa.replica_calculator import PodCpu, PodMetric
 
 #: ``{partition: (committed, log_end)}``; committed -1 = none committed, log_end None = missing
 #: from the latest-offset response.
@@ -27,6 +28,8 @@ class Observation:
         status_replicas: pods that exist (``status.replicas``), default ``current_replicas``.
         ready_replicas: Running and Ready pods, default ``status_replicas``.
         cpu_pods: per-pod CPU usage and requests for cpu triggers (None = unavailable).
+        pod_metrics: per-pod values of the policy's ``type: Pods`` metric, one entry per pod
+            that is not terminating (None = the metric could not be read this step).
     """
 
     current_replicas: int
@@ -34,6 +37,7 @@ class Observation:
     status_replicas: int | None = None
     ready_replicas: int | None = None
     cpu_pods: tuple[PodCpu, ...] | None = None
+    pod_metrics: tuple[PodMetric, ...] | None = None
 
     @property
     def status(self) -> int:

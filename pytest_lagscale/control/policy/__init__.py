@@ -2,7 +2,7 @@
 
 * :mod:`.base`: :class:`ScalingPolicy` (``due``, ``decide``, facts), :class:`Decision`,
   :class:`PolicyStep`;
-* :mod:`.keda_hpa`: :class:`KedaHpaPolicy` (a ScaledObject, or a plain CPU HPA);
+* :mod:`.keda_hpa`: :class:`KedaHpaPolicy` (a ScaledObject, or a plain HPA: cpu or a Pods metric);
 * :data:`POLICIES`: manifest ``kind`` -> builder ``(config, *, created_at_s) -> ScalingPolicy``.
 
 A new policy is one module here and one line in :data:`POLICIES` (plus its manifest parser in
@@ -20,7 +20,7 @@ from pytest_lagscale.control.policy.keda_hpa import KedaHpaPolicy
 #: Manifest kind -> ``build(config, *, created_at_s=0.0) -> ScalingPolicy``.
 POLICIES: dict[str, Callable[..., Any]] = {
     "ScaledObject": KedaHpaPolicy.from_scaled_object,
-    "HorizontalPodAutoscaler": KedaHpaPolicy.from_cpu_hpa,
+    "HorizontalPodAutoscaler": KedaHpaPolicy.from_hpa,
 }
 
 __all__ = ["POLICIES", "Decision", "KedaHpaPolicy", "PolicyStep", "ScalingPolicy"]
