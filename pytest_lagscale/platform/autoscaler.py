@@ -9,7 +9,11 @@ plain CPU HPA, ...). Each :meth:`~LocalAutoscaler.step` at ``now_s``:
 2. ``observe``: reads ``{partition: (committed, log_end)}`` from the lag source if the policy
    needs lag (a failed read is a ``lag_read_failed`` event and a trigger error, as in KEDA),
    replica counts and, when the Deployment requests CPU, per-replica CPU (a ``replica_cpu``
-   event, millicores per replica; the policy sees it only if it needs CPU);
+   event, millicores per replica; the policy sees it only if it needs CPU) and, for a policy
+   with a ``type: Pods`` metric (``pod_metric_name``), that metric per replica from the run's
+   Prometheus as prometheus-adapter would serve it (:mod:`.pod_metrics`; a ``pod_metrics``
+   event with the value of each replica, None = missing; ``pod_metrics_failed`` when the query
+   failed, which leaves the HPA without the metric this sync);
 3. ``decide``: the policy's steps (``keda_poll``, ``hpa_sync``, ...);
 4. ``apply``: each step goes to ``controller.events.jsonl`` under its event name with its inputs
    and outputs; a step that changed the replica count is also a ``decision`` event and scales
@@ -32,7 +36,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from ..clock import Clock, RealClock
-from ..control.hpa import PodCpu
+from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import Observation
 from ..control.policy.base import PolicyStep, ScalingPolicy
 from ..eventlog import EventLog
@@ -103,6 +107,9 @@ class LocalAutoscaler(StartStop):
         name: object name in metric labels (default: the policy's ``metrics_name``).
         cpu_sampler: ``sample(replicas, now_s) -> {replica_id: millicores}`` (default: a
             :class:`~pytest_lagscale.platform.cpu.CpuSampler` of the replicas' processes).
+        pod_metrics: ``read(metric_name, replicas) -> PodMetricsReading`` (a
+            :class:`~pytest_lagscale.platform.pod_metrics.PrometheusPodMetrics`), read only for a
+            policy with a Pods metric; None: such a policy sees no values (no change).
 
     Attributes:
         decisions: every step applied so far, in order.
@@ -114,7 +121,7 @@ class LocalAutoscaler(StartStop):
     def __init__(self, policy: ScalingPolicy, deployment: ScaledDeployment,
                  lag_source: LagSource | None, event_log_path: str | Path, *,
                  clock: Clock | None = None, cpu_request_millicores: int | None = None,
-                 name: str | None = None, cpu_sampler: Any = None):
+                 name: str | None = None, cpu_sampler: Any = None, pod_metrics: Any = None):
         self.policy = policy
         self.deployment = deployment
         self.lag_source = lag_source
@@ -124,6 +131,7 @@ class LocalAutoscaler(StartStop):
         self.metrics = ControllerMetrics(name, f"keda-hpa-{name}")
         self.cpu_request_millicores = cpu_request_millicores
         self._cpu = (cpu_sampler or CpuSampler()) if cpu_request_millicores else None
+        self.pod_metrics = pod_metrics
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -193,7 +201,21 @@ class LocalAutoscaler(StartStop):
         self.last_offsets = offsets
         return Observation(current_replicas=self.deployment.desired_replicas, offsets=offsets,
                            status_replicas=self.deployment.current_replicas,
-                           ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods)
+                           ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods,
+                           pod_metrics=self._pod_metrics(policy))
+
+    def _pod_metrics(self, policy: ScalingPolicy) -> tuple[PodMetric, ...] | None:
+        """The policy's Pods metric per live replica (None: no such metric, or the read failed)."""
+        name = getattr(policy, "pod_metric_name", None)
+        if not name or self.pod_metrics is None:
+            return None
+        try:
+            reading = self.pod_metrics.read(name, self.deployment.replicas())
+        except Exception as exc:  # LagscaleError, transport: no value this sync, as a failed adapter
+            self.events.emit("pod_metrics_failed", metric=name, error=str(exc))
+            return None
+        self.events.emit("pod_metrics", metric=name, values=reading.values)
+        return reading.pods
 
     def _apply(self, step: PolicyStep) -> PolicyStep:
         self.decisions.append(step)
