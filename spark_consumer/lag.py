@@ -102,10 +102,10 @@ class ConsumerLagCollector:
             for tp in positions:
                 if tp.offset < 0:
                     continue
-                _low, high = consumer.get_watermark_offsets(self._make_tp(self._topic, tp.partition),
+                watermarks = consumer.get_watermark_offsets(self._make_tp(self._topic, tp.partition),
                                                             cached=True)
-                if high is not None and high >= 0:
-                    out[tp.partition] = max(0, high - tp.offset)
+                if watermarks and watermarks[1] >= 0:  # None on some client errors
+                    out[tp.partition] = max(0, watermarks[1] - tp.offset)
             return out
 
     def describe(self) -> Iterator[GaugeMetricFamily]:

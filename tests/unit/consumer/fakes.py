@@ -122,12 +122,13 @@ class FakeConsumer:
                 for tp in partitions]
 
     def get_watermark_offsets(self, partition: Any, timeout: float | None = None,
-                              cached: bool = False) -> tuple[int, int]:
-        """``(low, high)`` from ``high_watermarks`` (-1001 = no fetch response yet); cached only."""
+                              cached: bool = False) -> tuple[int, int] | None:
+        """``(low, high)`` from ``high_watermarks`` (-1001 = no fetch response yet; None = the
+        client's None on an error); cached only."""
         assert cached, "the lag gauge must not ask the broker"
         self.lag_reads += 1
         high = self.high_watermarks.get(partition.partition, -1001)
-        return (0 if high >= 0 else -1001, high)
+        return None if high is None else (0 if high >= 0 else -1001, high)
 
 
 def wall_ns_from(clock: FakeClock, epoch_ns: int = 2_000_000_000_000_000_000) -> Callable[[], int]:

@@ -47,6 +47,7 @@ CASES = [
     pytest.param({0: 100, 1: -1001}, {0: 130, 1: 900}, {"0": 30}, 30, id="nothing-consumed-yet-no-series"),
     pytest.param({0: 100, 1: 40}, {0: 120, 1: -1001}, {"0": 20}, 20, id="no-fetch-response-yet-no-series"),
     pytest.param({0: 200}, {0: 150}, {"0": 0}, 0, id="stale-watermark-behind-position-clamped-to-0"),
+    pytest.param({0: 100, 1: 40}, {0: 120, 1: None}, {"0": 20}, 20, id="client-returns-none-no-series"),
     pytest.param({}, {}, {}, None, id="no-position-anywhere-no-sample"),
 ]
 
