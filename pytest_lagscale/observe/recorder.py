@@ -143,8 +143,9 @@ def timeline_from_results(results: Mapping[str, RangeResult], start_s: float, st
 
     Returns:
         The timeline (columns and dtypes of :data:`TIMELINE_COLUMNS`, then the float64
-        :data:`MACHINE_COLUMNS` and :data:`CONSUMER_COLUMNS`), ``steps`` rows, ``t_s = k * step_s``; missing samples filled
-        as the module docstring says; counts are rounded to int64.
+        :data:`MACHINE_COLUMNS` and :data:`CONSUMER_COLUMNS`), ``steps`` rows,
+        ``t_s = k * step_s``; missing samples filled as the module docstring says; counts are
+        rounded to int64.
 
     Raises:
         ConfigError: a column of :data:`QUERY_COLUMNS` has no result.

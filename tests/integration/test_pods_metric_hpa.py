@@ -189,8 +189,9 @@ def test_hpa_scales_out_on_the_replicas_reported_lag(kafka_cluster, tmp_path) ->
     took = [r["took"]["s"] for s in samples for r in s["scraped"].values() if r["took"]]
     spike_s = marks["spike_start"]
     first_up = min(e["monotonic_s"] for e in ups)
+    steps = [(round(e["monotonic_s"] - spike_s, 1), e["current_replicas"], e["desired_replicas"]) for e in decisions]
     print(f"pods-metric HPA: produced {produced}, processed {len(pairs)} ({len(set(pairs))} distinct); "
-          f"decisions {[(round(e['monotonic_s'] - spike_s, 1), e['current_replicas'], e['desired_replicas']) for e in decisions]}; "
+          f"decisions (s after spike start, from, to) {steps}; "
           f"detection {first_up - spike_s:.1f} s after the spike start; peak desired {peak}; "
           f"peak broker lag {peak_pair[0]} (gauge sum then {peak_pair[1]:.0f}), peak gauge sum {peak_own:.0f}; "
           f"ready replica-seconds {ready_area:.0f} over {ended_s - started_s:.0f} s; "

@@ -28,7 +28,8 @@ def test_committed_pods_hpas(name: str, max_replicas: int, milli: int, profile: 
     assert config.kind == "HorizontalPodAutoscaler" and config.metric_type == "Pods"
     assert config.pods_metric is not None and config.target_utilization_percent is None
     assert (config.pods_metric.metric_name, config.pods_metric.target_average_milli) == ("consumer_records_lag", milli)
-    assert config.max_replicas == max_replicas == load_profile(data_path("profiles", f"{profile}.yaml")).partitions  # maxReplicas = P
+    partitions = load_profile(data_path("profiles", f"{profile}.yaml")).partitions
+    assert config.max_replicas == max_replicas == partitions  # maxReplicas = P
     assert load_hpa(K8S / "hpa-cpu-ci.yaml").metric_type == "Resource"
 
 
