@@ -53,6 +53,7 @@ def _produce(bootstrap: str, marks: dict[str, float]) -> int:
     payload, sent, started = bytes(280), 0, time.monotonic()
     marks["load_start"] = started
     marks["spike_start"] = started + BASE_S
+    marks["spike_start_wall_ns"] = time.time_ns() + int(BASE_S * 1e9)
     while (elapsed := time.monotonic() - started) < BASE_S + SPIKE_S + TAIL_S:
         while sent < _due(elapsed):
             producer.produce(TOPIC, payload, key=str(sent).encode(), on_delivery=delivered)
@@ -128,6 +129,7 @@ def test_hpa_scales_out_on_the_replicas_reported_lag(kafka_cluster, tmp_path) ->
         deployment.scale(config.min_replicas)
         deployment.wait_ready(config.min_replicas, within_s=60)
         prom.set_targets("replicas", deployment.metrics_targets())
+        initial = {r.replica_id for r in deployment.replicas()}
         scaler = LocalAutoscaler(build_policy(config), deployment, None, tmp_path / "controller.events.jsonl",
                                  pod_metrics=PrometheusPodMetrics(prom.url))
         with scaler.start(tick_s=0.25, metrics_port=None):
@@ -191,10 +193,14 @@ def test_hpa_scales_out_on_the_replicas_reported_lag(kafka_cluster, tmp_path) ->
     took = [r["took"]["s"] for s in samples for r in s["scraped"].values() if r["took"]]
     spike_s = marks["spike_start"]
     first_up = min(e["monotonic_s"] for e in ups)
+    new_rows = [t for t, r in zip(store.column("processed_at_ns").to_pylist(),
+                                  store.column("replica_id").to_pylist()) if r not in initial]
+    reaction_s = (min(new_rows) - marks["spike_start_wall_ns"]) / 1e9 if new_rows else None
     steps = [(round(e["monotonic_s"] - spike_s, 1), e["current_replicas"], e["desired_replicas"]) for e in decisions]
     print(f"pods-metric HPA: produced {produced}, processed {len(pairs)} ({len(set(pairs))} distinct); "
           f"decisions (s after spike start, from, to) {steps}; "
-          f"detection {first_up - spike_s:.1f} s after the spike start; peak desired {peak}; "
+          f"detection {first_up - spike_s:.1f} s after the spike start, reaction (first record of a new "
+          f"replica) {reaction_s} s; peak desired {peak}; "
           f"peak broker lag {peak_pair[0]} (gauge sum then {peak_pair[1]:.0f}), peak gauge sum {peak_own:.0f}; "
           f"ready replica-seconds {ready_area:.0f} over {ended_s - started_s:.0f} s; "
           f"gauge sample median {statistics.median(took) * 1e6:.0f} us, max {max(took) * 1e6:.0f} us "
