@@ -15,13 +15,16 @@ watermark minus this consumer's position.
   (last returned + 1). Records already returned (buffered for the next micro-batch or in the
   batch being written) are *not* lag in this view, though they are not committed yet.
 
-Read at scrape time, in the HTTP server's thread, never in the poll loop: one ``position()``
-call for all owned partitions plus one cached watermark lookup each (about 1 us per partition
-measured; no broker request), so the record path pays nothing. A partition whose position or
-high watermark is not known yet (assigned, nothing consumed from it so far) has no series; a
-replica that owns no partition exports none (the HPA counts such a pod as missing). Series of
-partitions the replica no longer owns disappear with the revoke or loss, because only the
-current assignment is read.
+Read in the poll thread, between batches, at most once per ``interval_s`` (1 s, the scrape
+interval), never inside a batch: one ``position()`` call for all owned partitions plus one
+cached watermark lookup each (about 1 us per partition measured; no broker request). Scrapes
+only read the stored values, so no thread but the poll thread ever calls the consumer (a first
+version read it from the HTTP thread at scrape time and deadlocked the scrape inside librdkafka
+during a cooperative rebalance, docs/replica.md). A partition whose position or high
+watermark is not known yet (assigned, nothing consumed from it so far) has no series; a replica
+that owns no partition exports none (the HPA counts such a pod as missing). Series of
+partitions the replica no longer owns disappear with the revoke or loss, because a scrape
+exports only the partitions of the current assignment.
 
 Series:
 
@@ -33,7 +36,6 @@ Series:
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable, Collection, Iterator
 
@@ -50,78 +52,80 @@ def _topic_partition(topic: str, partition: int, offset: int = OFFSET_INVALID) -
 
 
 class ConsumerLagCollector:
-    """A Prometheus collector reading the consumer's lag per owned partition at scrape time.
+    """A Prometheus collector of the consumer's lag per owned partition, refreshed by the poll
+    thread (:meth:`refresh`) and exported by scrapes (:meth:`collect`).
 
     Args:
         topic: the subscribed topic (the ``topic`` label).
         partitions: returns the partitions this replica owns now (the rebalance handler's
             assignment).
         make_tp: builds a TopicPartition (injected by tests).
-        timer: monotonic seconds for the sample duration (injected by tests).
-
-    The consumer is attached once it exists and detached before ``close()``: a reading never
-    overlaps the handle's destruction (both hold the same lock).
+        timer: monotonic seconds for the reading's duration (injected by tests).
+        interval_s: least seconds between two readings.
     """
 
     def __init__(self, topic: str, partitions: Callable[[], Collection[int]], *,
                  make_tp: Callable[..., Any] = _topic_partition,
-                 timer: Callable[[], float] = time.perf_counter):
+                 timer: Callable[[], float] = time.perf_counter, interval_s: float = 1.0):
         self._topic = topic
         self._partitions = partitions
         self._make_tp = make_tp
         self._timer = timer
-        self._lock = threading.Lock()
-        self._consumer: Any = None
+        self._interval_s = interval_s
+        self._next_s: float | None = None
+        self._lags: dict[int, int] = {}
         self.last_sample_s = 0.0
+        self.reads = 0
         self.errors = 0
 
-    def attach(self, consumer: Any) -> None:
-        """Start reading ``consumer`` (a ``confluent_kafka.Consumer``)."""
-        with self._lock:
-            self._consumer = consumer
+    def refresh(self, consumer: Any, now_s: float) -> bool:
+        """Read the lag from ``consumer`` if ``interval_s`` passed since the last reading (poll
+        thread only); True when it read. A client error keeps no value (counted in ``errors``)."""
+        if self._next_s is not None and now_s < self._next_s:
+            return False
+        self._next_s = now_s + self._interval_s
+        started = self._timer()
+        try:
+            self._lags = self.sample(consumer)
+        except Exception:  # KafkaException, RuntimeError("Consumer closed"): no value until the next
+            self.errors += 1
+            self._lags = {}
+        self.last_sample_s = self._timer() - started
+        self.reads += 1
+        return True
 
-    def detach(self) -> None:
-        """Stop reading the consumer (call before ``consumer.close()``)."""
-        with self._lock:
-            self._consumer = None
+    def clear(self) -> None:
+        """Forget the values (the replica is closing)."""
+        self._lags = {}
 
-    def sample(self) -> dict[int, int]:
+    def sample(self, consumer: Any) -> dict[int, int]:
         """``{partition: records of lag}`` of the owned partitions with a known position and high
-        watermark (empty without a consumer or partitions).
+        watermark (empty without partitions).
 
         Raises:
-            Exception: whatever the client raises (``collect`` counts it and exports nothing).
+            Exception: whatever the client raises.
         """
-        with self._lock:
-            consumer = self._consumer
-            owned = sorted(self._partitions()) if consumer is not None else []
-            if not owned:
-                return {}
-            positions = consumer.position([self._make_tp(self._topic, p) for p in owned])
-            out: dict[int, int] = {}
-            for tp in positions:
-                if tp.offset < 0:
-                    continue
-                watermarks = consumer.get_watermark_offsets(self._make_tp(self._topic, tp.partition),
-                                                            cached=True)
-                if watermarks and watermarks[1] >= 0:  # None on some client errors
-                    out[tp.partition] = max(0, watermarks[1] - tp.offset)
-            return out
+        owned = sorted(self._partitions())
+        if not owned:
+            return {}
+        positions = consumer.position([self._make_tp(self._topic, p) for p in owned])
+        out: dict[int, int] = {}
+        for tp in positions:
+            if tp.offset < 0:
+                continue
+            watermarks = consumer.get_watermark_offsets(self._make_tp(self._topic, tp.partition), cached=True)
+            if watermarks and watermarks[1] >= 0:  # None on some client errors
+                out[tp.partition] = max(0, watermarks[1] - tp.offset)
+        return out
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
-        """The families without samples (the registry does not call :meth:`collect` to learn them)."""
+        """The families without samples."""
         yield from self._families({})
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        """The families with one sample per owned partition (see the module docstring)."""
-        started = self._timer()
-        try:
-            lags = self.sample()
-        except Exception:  # KafkaException, RuntimeError("Consumer closed"): no value this scrape
-            self.errors += 1
-            lags = {}
-        self.last_sample_s = self._timer() - started
-        yield from self._families(lags)
+        """The last reading, limited to the partitions owned now (see the module docstring)."""
+        owned = set(self._partitions())
+        yield from self._families({p: v for p, v in dict(self._lags).items() if p in owned})
 
     def _families(self, lags: dict[int, int]) -> Iterator[GaugeMetricFamily]:
         per_partition = GaugeMetricFamily(
@@ -136,4 +140,5 @@ class ConsumerLagCollector:
             largest.add_metric([], max(lags.values()))
         yield largest
         yield GaugeMetricFamily(f"{LAG}_sample_seconds", "Time the last reading of "
-                                "consumer_records_lag took (seconds)", value=self.last_sample_s)
+                                "consumer_records_lag took in the poll thread (seconds)",
+                                value=self.last_sample_s)

@@ -78,7 +78,7 @@ class Replica:
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
         self.handler: RebalanceHandler | None = None
-        # consumer_records_lag{topic,partition}: read at scrape time from the owned partitions.
+        # consumer_records_lag{topic,partition}: read by the poll thread between batches (1/s).
         self.lag = ConsumerLagCollector(self.opts.topic, self._owned)
         parts.metrics.registry.register(self.lag)
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
@@ -175,7 +175,6 @@ class Replica:
         self.handler = RebalanceHandler(committer, m, ev, self.p.clock, self._on_joined)
         consumer.subscribe([self.opts.topic], on_assign=self.handler.on_assign,
                            on_revoke=self.handler.on_revoke, on_lost=self.handler.on_lost)
-        self.lag.attach(consumer)
         ev.emit("subscribed", topic=self.opts.topic, group=self.opts.group)
         processor = BatchProcessor(
             self.p.engine, self.p.store,
@@ -201,6 +200,7 @@ class Replica:
                     self.handler.mark_joined(via="describe_group")
             if batch is not None and not self._run_batch(batch, processor, committer):
                 return EXIT_FAILED
+            self.lag.refresh(consumer, self.p.clock.now())  # between batches, at most 1/s
             if batch is None and committer.pending and self.p.clock.now() >= retry_at_s:
                 # A commit that failed in a rebalance (ILLEGAL_GENERATION) of partitions this
                 # member kept: with no next batch to carry its retry, the group's lag would
@@ -255,7 +255,7 @@ class Replica:
                            buffered_dropped=trigger.discard())
         if self.handler is not None:
             self.handler.closing = True
-        self.lag.detach()  # no scrape reads the handle while close() destroys it
+        self.lag.clear()
         consumer.close()
         self.p.events.emit("closed", left_group=self.opts.instance_id is None,
                            static_member=self.opts.instance_id is not None)

@@ -32,9 +32,9 @@ def _samples(registry: CollectorRegistry) -> dict[str, dict[tuple, float]]:
 def _collector(consumer: FakeConsumer, owned: set[int]) -> tuple[ConsumerLagCollector, CollectorRegistry]:
     registry = CollectorRegistry()
     collector = ConsumerLagCollector("events", lambda: owned, make_tp=FakeTopicPartition,
-                                     timer=FakeClock().now)
+                                     timer=FakeClock().now, interval_s=0.0)
     registry.register(collector)
-    collector.attach(consumer)
+    collector.refresh(consumer, 0.0)
     return collector, registry
 
 
@@ -70,8 +70,8 @@ def test_series_of_revoked_and_lost_partitions_disappear() -> None:
     events = EventLog("r-1", None, clock, echo=io.StringIO())
     handler = RebalanceHandler(OffsetCommitter(consumer, "events", "manual", metrics, events),
                                metrics, events, clock)
-    _, registry = _collector(consumer, handler.assigned)
     handler.on_assign(consumer, [FakeTopicPartition("events", p) for p in (0, 1, 2)])
+    _, registry = _collector(consumer, handler.assigned)
     assert _lag_series(registry) == {"0": 5, "1": 7, "2": 9}
     handler.on_revoke(consumer, [FakeTopicPartition("events", 1)])
     assert _lag_series(registry) == {"0": 5, "2": 9}
@@ -82,35 +82,35 @@ def test_series_of_revoked_and_lost_partitions_disappear() -> None:
     assert _lag_series(registry) == {} and "consumer_records_lag_max" not in _samples(registry)
 
 
-def test_detached_or_failing_consumer_exports_no_sample() -> None:
+def test_a_failing_or_closed_consumer_exports_no_sample() -> None:
     consumer = FakeConsumer([0], positions={0: 1}, high_watermarks={0: 9})
     collector, registry = _collector(consumer, {0})
     assert _lag_series(registry) == {"0": 8}
     consumer.closed = True  # position() raises RuntimeError("Consumer closed")
+    collector.refresh(consumer, 1.0)
     assert _lag_series(registry) == {} and collector.errors == 1
-    collector.detach()
-    reads = consumer.lag_reads
-    assert _lag_series(registry) == {} and consumer.lag_reads == reads and collector.errors == 1
+    collector.clear()
+    assert _lag_series(registry) == {}
 
 
-def test_one_reading_per_scrape_and_its_duration_is_exported() -> None:
+def test_readings_are_rate_limited_and_scrapes_never_read_the_consumer() -> None:
     consumer = FakeConsumer([0, 1], positions={0: 1, 1: 1}, high_watermarks={0: 2, 1: 3})
     ticks = iter([10.0, 10.25])
     registry = CollectorRegistry()
     collector = ConsumerLagCollector("events", lambda: {0, 1}, make_tp=FakeTopicPartition,
-                                     timer=lambda: next(ticks))
-    registry.register(collector)  # describe() does not read the consumer
-    collector.attach(consumer)
-    assert consumer.lag_reads == 0
-    samples = _samples(registry)
+                                     timer=lambda: next(ticks), interval_s=1.0)
+    registry.register(collector)
+    assert [collector.refresh(consumer, t) for t in (0.0, 0.5, 0.99)] == [True, False, False]
     # one position() call for both partitions + one cached watermark lookup each
     assert consumer.lag_reads == 3
-    assert samples["consumer_records_lag_sample_seconds"] == {(): 0.25}
+    for _ in range(3):
+        samples = _samples(registry)
+    assert consumer.lag_reads == 3 and samples["consumer_records_lag_sample_seconds"] == {(): 0.25}
 
 
-def test_the_replica_exports_its_lag_at_scrape_time_only(tmp_path) -> None:
-    """Batches never read positions or watermarks (the record path pays nothing); a scrape
-    during the run sees the owned partitions; after close the handle is no longer read."""
+def test_the_replica_reads_its_lag_between_batches_at_most_once_a_second(tmp_path) -> None:
+    """The poll loop reads the lag between batches (never inside one), at most once per second of
+    its clock; a scrape during the run sees the owned partitions; after close nothing is exported."""
     clock = FakeClock()
     consumer = FakeConsumer([0, 1], batches=[messages([(0, 0), (0, 1), (1, 0)])],
                             positions={0: 2, 1: 1}, high_watermarks={0: 40, 1: 1})
@@ -119,13 +119,13 @@ def test_the_replica_exports_its_lag_at_scrape_time_only(tmp_path) -> None:
 
     def hook(c: FakeConsumer) -> None:
         if c.consumed == 3:
-            assert c.lag_reads == 0, "a batch read the lag"
-            seen.append(_lag_series(replica.p.metrics.registry))
+            seen.append((_lag_series(replica.p.metrics.registry), replica.lag.reads, replica.p.clock.now()))
         stop(c)
 
     consumer.on_consume = hook
     replica = _replica(tmp_path, consumer, clock)
     stop.replica = replica
     assert replica.run() == 0
-    assert seen == [{"0": 38, "1": 0}]
+    (series, reads, now_s), = seen
+    assert series == {"0": 38, "1": 0} and 1 <= reads <= now_s + 1
     assert consumer.closed and _lag_series(replica.p.metrics.registry) == {}
