@@ -19,8 +19,9 @@ Read in the poll thread, between batches, at most once per ``interval_s`` (1 s, 
 interval), never inside a batch: one ``position()`` call for all owned partitions plus one
 cached watermark lookup each (about 1 us per partition measured; no broker request). Scrapes
 only read the stored values, so no thread but the poll thread ever calls the consumer (a first
-version read it from the HTTP thread at scrape time and deadlocked the scrape inside librdkafka
-during a cooperative rebalance, docs/replica.md). A partition whose position or high
+version read it from the HTTP thread at scrape time, and that scrape hung inside the client after
+a cooperative rebalance, docs/replica.md). A value is therefore up to one batch plus 1 s old
+(the Java client's records-lag is likewise updated only by its poll). A partition whose position or high
 watermark is not known yet (assigned, nothing consumed from it so far) has no series; a replica
 that owns no partition exports none (the HPA counts such a pod as missing). Series of
 partitions the replica no longer owns disappear with the revoke or loss, because a scrape
