@@ -14,6 +14,10 @@ Series (no name prefix; the scrape target identifies the replica):
   ``partition_committed_offset{partition}`` (next offset to read, as committed).
 * ``batch_engine_seconds`` — histogram of the engine's time per batch; ``batch_poll_seconds``
   (consume() calls that returned records), ``batch_commit_seconds``; ``batch_records``.
+* ``consumer_records_lag{topic,partition}``, ``consumer_records_lag_max``,
+  ``consumer_records_lag_sample_seconds`` — the replica's own view of its lag, read by the poll
+  thread between batches into :class:`spark_consumer.lag.ConsumerLagCollector` (registered by
+  the replica).
 * ``replica_ready`` (0/1) and ``replica_info{replica_id,engine,balancer,group,topic,commit,
   instance_id}``.
 """

@@ -34,6 +34,7 @@ from .group import (
     consumer_config,
     describe_members,
 )
+from .lag import ConsumerLagCollector
 from .metrics import MetricsServer, ReplicaMetrics
 from .options import ConsumerOptions
 from .pipeline import BatchProcessor, WriteSimulator
@@ -77,6 +78,9 @@ class Replica:
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
         self.handler: RebalanceHandler | None = None
+        # consumer_records_lag{topic,partition}: read by the poll thread between batches (1/s).
+        self.lag = ConsumerLagCollector(self.opts.topic, self._owned)
+        parts.metrics.registry.register(self.lag)
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
                                     self.opts.metrics_port)
         # Read at scrape time: the gauge is never set, so the signal handler takes no
@@ -196,6 +200,7 @@ class Replica:
                     self.handler.mark_joined(via="describe_group")
             if batch is not None and not self._run_batch(batch, processor, committer):
                 return EXIT_FAILED
+            self.lag.refresh(consumer, self.p.clock.now())  # between batches, at most 1/s
             if batch is None and committer.pending and self.p.clock.now() >= retry_at_s:
                 # A commit that failed in a rebalance (ILLEGAL_GENERATION) of partitions this
                 # member kept: with no next batch to carry its retry, the group's lag would
@@ -250,6 +255,7 @@ class Replica:
                            buffered_dropped=trigger.discard())
         if self.handler is not None:
             self.handler.closing = True
+        self.lag.clear()
         consumer.close()
         self.p.events.emit("closed", left_group=self.opts.instance_id is None,
                            static_member=self.opts.instance_id is not None)
@@ -266,6 +272,10 @@ class Replica:
         return code
 
     # -- callbacks -------------------------------------------------------------------------
+    def _owned(self) -> frozenset[int]:
+        """The partitions this replica owns now (read by the lag collector's scrape thread)."""
+        return frozenset(self.handler.assigned) if self.handler is not None else frozenset()
+
     def _on_joined(self) -> None:
         self.p.events.emit("ready")
 

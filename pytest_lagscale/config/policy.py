@@ -5,8 +5,9 @@ to the policy registry (:data:`pytest_lagscale.control.policy.POLICIES`), import
 so that importing ``config`` never imports ``control``.
 
 Kinds (:data:`MANIFEST_KINDS`): a KEDA ``ScaledObject`` (keda.sh/v1alpha1), an
-autoscaling/v2 ``HorizontalPodAutoscaler`` with one cpu Utilization metric, or the lag-per-slot
-halving policy's ``LagPerSlotPolicy`` (lagscale.dev/v1alpha1, :mod:`.lag_per_slot`).
+autoscaling/v2 ``HorizontalPodAutoscaler`` with one metric (cpu Utilization, or a Pods metric
+with an AverageValue target), or the lag-per-slot halving policy's ``LagPerSlotPolicy``
+(lagscale.dev/v1alpha1, :mod:`.lag_per_slot`).
 
 Example:
     >>> config = load_policy_manifest("k8s/hpa-cpu-ci.yaml")  # doctest: +SKIP
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._problems import MISSING, Problems
-from pytest_lagscale.config.hpa import CpuHpaConfig, parse_cpu_hpa
+from pytest_lagscale.config.hpa import HpaConfig, parse_hpa
 from pytest_lagscale.config.lag_per_slot import LagPerSlotConfig, parse_lag_per_slot
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig, parse_scaled_object
 from pytest_lagscale.errors import ConfigError
@@ -33,12 +34,12 @@ if TYPE_CHECKING:
     from pytest_lagscale.control.policy.base import ScalingPolicy
 
 #: A validated policy manifest (one of the kinds in :data:`MANIFEST_KINDS`).
-PolicyConfig = ScaledObjectConfig | CpuHpaConfig | LagPerSlotConfig
+PolicyConfig = ScaledObjectConfig | HpaConfig | LagPerSlotConfig
 
 #: Manifest ``kind`` -> ``parse(doc, *, source) -> PolicyConfig``.
 MANIFEST_KINDS: dict[str, Callable[..., Any]] = {
     "ScaledObject": parse_scaled_object,
-    "HorizontalPodAutoscaler": parse_cpu_hpa,
+    "HorizontalPodAutoscaler": parse_hpa,
     "LagPerSlotPolicy": parse_lag_per_slot,
 }
 

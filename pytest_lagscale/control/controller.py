@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from pytest_lagscale.config.behavior import Behavior
 from pytest_lagscale.config.harness import HarnessSettings
-from pytest_lagscale.config.hpa import CpuHpaConfig
+from pytest_lagscale.config.hpa import HpaConfig
 from pytest_lagscale.config.scaledobject import FallbackConfig, ScaledObjectConfig
 from pytest_lagscale.config.triggers import TriggerConfig
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler, HpaDecision, combine_proposals
@@ -37,6 +37,7 @@ from pytest_lagscale.control.keda import (
 from pytest_lagscale.control.keda.cpu import CpuTriggerMetadata
 from pytest_lagscale.control.keda.registry import TRIGGERS
 from pytest_lagscale.control.observation import Observation, Offsets
+from pytest_lagscale.control.pods_metric import HPA_METRICS
 
 __all__ = ["ControllerSpec", "Observation", "Offsets", "PollDecision", "ScalingController", "SyncDecision",
            "TriggerEvaluation"]
@@ -143,7 +144,7 @@ class SyncDecision:
 
 @dataclass(frozen=True)
 class ControllerSpec:
-    """Everything the controller is built from (one ScaledObject, or one plain CPU HPA).
+    """Everything the controller is built from (one ScaledObject, or one plain HPA).
 
     Attributes:
         triggers: the triggers, in ``spec.triggers`` order.
@@ -167,11 +168,13 @@ class ControllerSpec:
 
 
 class _Slot:
-    """One trigger (built by its registry entry) with its fallback state and last poll evaluation."""
+    """One trigger (built by its registry entry, or a plain HPA's Pods metric) with its fallback
+    state and last poll evaluation."""
 
     def __init__(self, config: TriggerConfig, fallback: FallbackConfig | None):
         self.config = config
-        self.trigger: Trigger = TRIGGERS[config.type].from_config(config)
+        build = TRIGGERS.get(config.type) or HPA_METRICS[config.type]
+        self.trigger: Trigger = build.from_config(config)
         self.fallback = (Fallback(fallback.failure_threshold, fallback.replicas, fallback.behavior)
                          if fallback and not self.trigger.resource_metric else None)
         self.last_poll: TriggerEvaluation | None = None
@@ -182,7 +185,7 @@ class ScalingController:
 
     Args:
         spec: see :class:`ControllerSpec`; usually built by :meth:`from_scaled_object` or
-            :meth:`from_cpu_hpa`.
+            :meth:`from_hpa`.
 
     Source: kedacore/keda pkg/scaling/scale_handler.go checkScalers/getScaledObjectState and
     GetScaledObjectMetrics v2.20.2; kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
@@ -207,13 +210,20 @@ class ScalingController:
                                   float(config.polling_interval_s)))
 
     @classmethod
-    def from_cpu_hpa(cls, config: CpuHpaConfig) -> ScalingController:
-        """Build a plain CPU-utilization HPA (experiment 1); :meth:`poll` does nothing for it."""
-        trigger = TriggerConfig(index=0, type="cpu", metric_type="Utilization",
-                                settings=CpuTriggerMetadata(config.target_utilization_percent),
-                                resource_metric=True)
+    def from_hpa(cls, config: HpaConfig) -> ScalingController:
+        """Build a plain HPA: cpu utilization (experiment 1) or a Pods metric (the consumers'
+        own lag); :meth:`poll` does nothing for it."""
+        if config.pods_metric is not None:
+            trigger = TriggerConfig(index=0, type="pods", metric_type="AverageValue", settings=config.pods_metric)
+        else:
+            assert config.target_utilization_percent is not None
+            trigger = TriggerConfig(index=0, type="cpu", metric_type="Utilization",
+                                    settings=CpuTriggerMetadata(config.target_utilization_percent),
+                                    resource_metric=True)
         return cls(ControllerSpec((trigger,), config.min_replicas, config.max_replicas, config.behavior,
                                   config.harness))
+
+    from_cpu_hpa = from_hpa
 
     @property
     def polling_interval_s(self) -> float | None:

@@ -1,8 +1,9 @@
 """What the runner measured just before a controller step: the input of every trigger and policy.
 
 Pure data: the runner (``platform.autoscaler``) fills it from the lag source, the platform's
-replica counts, for CPU triggers per-pod CPU samples and, for ``type: external`` triggers, what
-their gRPC scalers answered; ``control`` only reads it.
+replica counts, for CPU triggers per-pod CPU samples, for ``type: external`` triggers what
+their gRPC scalers answered and, for a Pods metric, its per-pod values from Prometheus;
+``control`` only reads it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_lagscale.control.hpa.replica_calculator import PodCpu
+from pytest_lagscale.control.hpa.replica_calculator import PodCpu, PodMetric
 
 #: ``{partition: (committed, log_end)}``; committed -1 = none committed, log_end None = missing
 #: from the latest-offset response.
@@ -51,6 +52,8 @@ class Observation:
         cpu_pods: per-pod CPU usage and requests for cpu triggers (None = unavailable).
         external: trigger index -> its external scaler's reading, for ``type: external``
             triggers (None: the policy has none, or nothing was read).
+        pod_metrics: per-pod values of the policy's ``type: Pods`` metric, one entry per pod
+            that is not terminating (None = the metric could not be read this step).
     """
 
     current_replicas: int
@@ -59,6 +62,7 @@ class Observation:
     ready_replicas: int | None = None
     cpu_pods: tuple[PodCpu, ...] | None = None
     external: Mapping[int, ExternalMetric] | None = None
+    pod_metrics: tuple[PodMetric, ...] | None = None
 
     @property
     def status(self) -> int:

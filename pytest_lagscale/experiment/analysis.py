@@ -147,6 +147,8 @@ def redact_remote(url: str | None) -> str | None:
 
 
 def _run_info(run: Any) -> dict[str, Any]:
+    from ..analyze.consumer_lag import compare_lag_views
+
     plan = run.plan
     return {"topic": run.topic, "group": run.group, "lag_threshold": plan.lag_threshold,
             "reference_lag_threshold": plan.reference_lag_threshold,
@@ -158,7 +160,9 @@ def _run_info(run: Any) -> dict[str, Any]:
             "profile_file": str(plan.profile.source),
             "scaled_object_file": plan.policy_config.source,
             "deployment_file": plan.deployment.source,
-            "spark_connect": _spark_connect_info(run)}
+            "spark_connect": _spark_connect_info(run),
+            # the consumers' own lag (consumer_records_lag) beside the committed-offset lag
+            "consumer_lag": compare_lag_views(run.timeline)}
 
 
 #: A Spark Connect server at or above this busy ratio is saturated: the group's capacity is then

@@ -262,13 +262,16 @@ class Run:
 
     def autoscale(self, stack: ExitStack) -> None:
         from ..platform.autoscaler import LocalAutoscaler
+        from ..platform.pod_metrics import PrometheusPodMetrics
 
         policy = self.plan.build_policy(created_at_s=self.clock.inner.now())
         autoscaler = LocalAutoscaler(
             policy, self.parts.platform, self.parts.lag_source,
             self.layout.source_events("controller"), clock=self.clock.inner,
             cpu_request_millicores=self.parts.template.cpu_request_millicores,
-            external_scalers=self._external_scalers())
+            external_scalers=self._external_scalers(),
+            # read only by a policy with a Pods metric (also after a switch_policy to one)
+            pod_metrics=PrometheusPodMetrics(self.parts.prometheus.url))
         self.parts.autoscaler = stack.enter_context(autoscaler)
         self.parts.prometheus.set_targets("controller",
                                           [f"127.0.0.1:{autoscaler.metrics_port}"])

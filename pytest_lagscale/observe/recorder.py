@@ -22,6 +22,12 @@ column                    PromQL
 ``spark_connect_busy_ratio`` is ``max(spark_connect_server_busy_ratio)``: the run's own Spark
 Connect server's busy ratio (see :mod:`pytest_lagscale.spark_connect`), NaN in other runs.
 
+``consumer_lag`` is ``sum(consumer_records_lag)``: the lag the consumers report themselves
+(each replica: its owned partitions' high watermark minus its position, docs/replica.md), summed
+over the replicas, beside ``total_lag`` (the committed-offset lag KEDA reads from the broker).
+It is float64 and NaN where no replica reported a value (none running, or none has consumed
+from its partitions yet): unknown, not 0 (docs/policies.md, "Consumer-reported lag").
+
 The machine columns (:data:`MACHINE_COLUMNS`, float64) come from the harness machine's
 node_exporter-named series that the lag exporter also serves
 (:mod:`pytest_lagscale.observe.machine`): the 1 minute load average (tasks) and the share of
@@ -72,10 +78,12 @@ COUNT_COLUMNS: tuple[str, ...] = ("ready_replicas", "consume_rate_per_s", "produ
 #: The harness machine's load (float64; missing samples stay NaN, the load is forward-filled).
 MACHINE_COLUMNS: tuple[str, ...] = ("load_average_1m", "cpu_busy_fraction",
                                      "spark_connect_busy_ratio")
+#: The consumers' own view of their lag (float64; NaN where no replica reported, not filled).
+CONSUMER_COLUMNS: tuple[str, ...] = ("consumer_lag",)
 #: Columns evaluated at the bucket end (``t_s + step_s``) rather than its start.
 RATE_COLUMNS: tuple[str, ...] = ("consume_rate_per_s", "produce_rate_per_s", "cpu_busy_fraction")
 #: One PromQL query per timeline column except ``t_s``.
-QUERY_COLUMNS: tuple[str, ...] = GAUGE_COLUMNS + COUNT_COLUMNS + MACHINE_COLUMNS
+QUERY_COLUMNS: tuple[str, ...] = GAUGE_COLUMNS + COUNT_COLUMNS + MACHINE_COLUMNS + CONSUMER_COLUMNS
 
 RangeResult = list[dict[str, Any]]
 
@@ -94,6 +102,7 @@ def default_queries(group: str = "enrich") -> dict[str, str]:
                               "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
         # Only when the run started its own Spark Connect server (NaN otherwise).
         "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
+        "consumer_lag": "sum(consumer_records_lag)",
     }
 
 
@@ -134,8 +143,9 @@ def timeline_from_results(results: Mapping[str, RangeResult], start_s: float, st
 
     Returns:
         The timeline (columns and dtypes of :data:`TIMELINE_COLUMNS`, then the float64
-        :data:`MACHINE_COLUMNS`), ``steps`` rows, ``t_s = k * step_s``; missing samples filled
-        as the module docstring says; counts are rounded to int64.
+        :data:`MACHINE_COLUMNS` and :data:`CONSUMER_COLUMNS`), ``steps`` rows,
+        ``t_s = k * step_s``; missing samples filled as the module docstring says; counts are
+        rounded to int64.
 
     Raises:
         ConfigError: a column of :data:`QUERY_COLUMNS` has no result.
@@ -156,6 +166,8 @@ def timeline_from_results(results: Mapping[str, RangeResult], start_s: float, st
 
 def _fill(column: str, values: pd.Series) -> pd.Series:
     """One column's missing samples filled as the module docstring says; counts rounded."""
+    if column in CONSUMER_COLUMNS:
+        return values
     if column in MACHINE_COLUMNS:
         return values.ffill() if column == "load_average_1m" else values
     values = values.ffill().fillna(0.0) if column in GAUGE_COLUMNS else values.fillna(0.0)

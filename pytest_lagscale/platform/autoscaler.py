@@ -9,10 +9,14 @@ plain CPU HPA, ...). Each :meth:`~LocalAutoscaler.step` at ``now_s``:
 2. ``observe``: reads ``{partition: (committed, log_end)}`` from the lag source if the policy
    needs lag (a failed read is a ``lag_read_failed`` event and a trigger error, as in KEDA),
    replica counts, when the Deployment requests CPU, per-replica CPU (a ``replica_cpu``
-   event, millicores per replica; the policy sees it only if it needs CPU) and, for every
+   event, millicores per replica; the policy sees it only if it needs CPU), for every
    ``type: external`` trigger, its scaler's answers over gRPC (GetMetricSpec once, GetMetrics
    and IsActive each step: :mod:`.external`; a failed call is an ``external_read_failed``
-   event and a trigger error);
+   event and a trigger error) and, for a policy with a ``type: Pods`` metric
+   (``pod_metric_name``), that metric per replica from the run's Prometheus as
+   prometheus-adapter would serve it (:mod:`.pod_metrics`; a ``pod_metrics`` event with the
+   value of each replica, None = missing; ``pod_metrics_failed`` when the query failed, which
+   leaves the HPA without the metric this sync);
 3. ``decide``: the policy's steps (``keda_poll``, ``hpa_sync``, ...);
 4. ``apply``: each step goes to ``controller.events.jsonl`` under its event name with its inputs
    and outputs; a step that changed the replica count is also a ``decision`` event and scales
@@ -35,7 +39,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from ..clock import Clock, RealClock
-from ..control.hpa import PodCpu
+from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import ExternalMetric, Observation
 from ..control.policy.base import PolicyStep, ScalingPolicy
 from ..eventlog import EventLog
@@ -109,6 +113,9 @@ class LocalAutoscaler(StartStop):
         external_scalers: the reader of ``type: external`` triggers' scalers (default: an
             :class:`~pytest_lagscale.platform.external.ExternalScalerReader` without a run-owned
             scaler, made when a policy first has such a trigger); closed by :meth:`stop`.
+        pod_metrics: ``read(metric_name, replicas) -> PodMetricsReading`` (a
+            :class:`~pytest_lagscale.platform.pod_metrics.PrometheusPodMetrics`), read only for a
+            policy with a Pods metric; None: such a policy sees no values (no change).
 
     Attributes:
         decisions: every step applied so far, in order.
@@ -120,7 +127,8 @@ class LocalAutoscaler(StartStop):
     def __init__(self, policy: ScalingPolicy, deployment: ScaledDeployment,
                  lag_source: LagSource | None, event_log_path: str | Path, *,
                  clock: Clock | None = None, cpu_request_millicores: int | None = None,
-                 name: str | None = None, cpu_sampler: Any = None, external_scalers: Any = None):
+                 name: str | None = None, cpu_sampler: Any = None, external_scalers: Any = None,
+                 pod_metrics: Any = None):
         self.policy = policy
         self.deployment = deployment
         self.lag_source = lag_source
@@ -131,6 +139,7 @@ class LocalAutoscaler(StartStop):
         self.cpu_request_millicores = cpu_request_millicores
         self._cpu = (cpu_sampler or CpuSampler()) if cpu_request_millicores else None
         self.external_scalers = external_scalers
+        self.pod_metrics = pod_metrics
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -201,7 +210,8 @@ class LocalAutoscaler(StartStop):
         return Observation(current_replicas=self.deployment.desired_replicas, offsets=offsets,
                            status_replicas=self.deployment.current_replicas,
                            ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods,
-                           external=self._read_external(policy))
+                           external=self._read_external(policy),
+                           pod_metrics=self._pod_metrics(policy))
 
     def _read_external(self, policy: ScalingPolicy) -> dict[int, ExternalMetric] | None:
         """Each external trigger's scaler over gRPC (None: the policy has no such trigger)."""
@@ -217,6 +227,19 @@ class LocalAutoscaler(StartStop):
             if reading.error is not None:
                 self.events.emit("external_read_failed", trigger_index=index, error=reading.error)
         return readings
+
+    def _pod_metrics(self, policy: ScalingPolicy) -> tuple[PodMetric, ...] | None:
+        """The policy's Pods metric per live replica (None: no such metric, or the read failed)."""
+        name = getattr(policy, "pod_metric_name", None)
+        if not name or self.pod_metrics is None:
+            return None
+        try:
+            reading = self.pod_metrics.read(name, self.deployment.replicas())
+        except Exception as exc:  # LagscaleError, transport: no value this sync, as a failed adapter
+            self.events.emit("pod_metrics_failed", metric=name, error=str(exc))
+            return None
+        self.events.emit("pod_metrics", metric=name, values=reading.values)
+        return reading.pods
 
     def _apply(self, step: PolicyStep) -> PolicyStep:
         self.decisions.append(step)

@@ -1,4 +1,5 @@
-"""The timeline PNG: total lag, desired and ready replicas and group consume rate on one axis.
+"""The timeline PNG: total lag (and the consumers' own view of it), desired and ready replicas and
+group consume rate on one time axis.
 
 matplotlib (the ``plot`` extra) is imported inside :func:`write_timeline_png`, with the Agg
 backend, so importing this module (or the plugin) never loads it.
@@ -16,6 +17,11 @@ from ..analyze.steps import ScaleStep, scale_steps
 
 def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame) -> None:
     lag_ax.plot(timeline["t_s"], timeline["total_lag"], color="tab:blue", label="total lag")
+    own = timeline["consumer_lag"] if "consumer_lag" in timeline else None
+    if own is not None and own.notna().any():
+        # gaps (no replica reported) stay gaps: unknown, not 0
+        lag_ax.plot(timeline["t_s"], own, color="tab:cyan", linestyle="--", linewidth=1.1,
+                    label="consumer-reported lag")
     lag_ax.set_ylabel("total lag (records)")
     rate_ax = lag_ax.twinx()
     rate_ax.plot(timeline["t_s"], timeline["consume_rate_per_s"], color="tab:purple",
@@ -59,7 +65,9 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
                        title: str = "lagscale timeline") -> Path:
     """Draw the run's timeline and write it as a PNG.
 
-    Top panel: total lag (records, left axis) and group consume rate (records/s, right axis).
+    Top panel: total lag (records, left axis; the committed-offset lag KEDA reads), the lag the
+    consumers report themselves (``consumer_lag``, dashed, when the timeline has it: the sum of
+    their ``consumer_records_lag``) and group consume rate (records/s, right axis).
     Bottom panel: desired and ready replicas. Both share the time axis (seconds since run
     start); the spike window is shaded, each scale step is a vertical line (solid up,
     dotted down) and each scheduled action a labelled dash-dot line.

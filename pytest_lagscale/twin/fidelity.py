@@ -170,8 +170,11 @@ def plan_for(benchmark: dict[str, Any]) -> Any:
     plan = plan_run(settings)
     run = benchmark.get("run") or {}
     reasons = []
-    if plan.build_policy().needs_cpu:
+    policy = plan.build_policy()
+    if policy.needs_cpu:
         reasons.append(f"policy {plan.policy_name!r} scales on CPU")
+    if getattr(policy, "pod_metric_name", None):
+        reasons.append(f"policy {plan.policy_name!r} scales on a Pods metric (the replicas' own lag)")
     if plan.actions or run.get("actions"):
         reasons.append("the run scheduled actions")
     if settings.static_membership:

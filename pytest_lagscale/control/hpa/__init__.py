@@ -1,6 +1,7 @@
 """The Kubernetes HPA algorithm (autoscaling/v2, v1.28 semantics), pure and clock-injected.
 
-* :mod:`.replica_calculator`: per-metric proposals and the max-over-metrics rule;
+* :mod:`.replica_calculator`: per-metric proposals (External, Resource cpu, Pods) and the
+  max-over-metrics rule;
 * :mod:`.stabilization` and :mod:`.rate_limit`: normalization as free functions;
 * :mod:`.autoscaler`: :class:`HorizontalPodAutoscaler`, which keeps one HPA's history.
 
@@ -26,8 +27,10 @@ from pytest_lagscale.control.hpa.rate_limit import (
 from pytest_lagscale.control.hpa.replica_calculator import (
     MetricError,
     PodCpu,
+    PodMetric,
     combine_proposals,
     proposal_for_average_value,
+    proposal_for_pods_metric,
     proposal_for_utilization,
     proposal_for_value,
 )
@@ -42,8 +45,8 @@ from pytest_lagscale.control.hpa.stabilization import (
 
 __all__ = [
     "HorizontalPodAutoscaler", "HpaDecision", "HpaState", "MetricError", "NormalizationArgs", "Normalized",
-    "PodCpu", "Recommendation", "ScaleEvent", "ScaleEvents", "combine_proposals", "convert_legacy",
-    "convert_with_behavior_rate", "proposal_for_average_value", "proposal_for_utilization",
+    "PodCpu", "PodMetric", "Recommendation", "ScaleEvent", "ScaleEvents", "combine_proposals", "convert_legacy",
+    "convert_with_behavior_rate", "proposal_for_average_value", "proposal_for_pods_metric", "proposal_for_utilization",
     "proposal_for_value", "replicas_change_in_period", "scale_down_limit", "scale_up_limit",
     "stabilize_legacy", "stabilize_with_behavior", "store_scale_event",
 ]

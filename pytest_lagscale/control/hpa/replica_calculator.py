@@ -7,7 +7,7 @@ Pure functions: metric values in, a replica count out. Units only need to be con
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_lagscale.errors import LagscaleError
@@ -138,30 +138,103 @@ def proposal_for_utilization(pods: Sequence[PodCpu], target_percent: int, curren
              if pod.usage_millicores is not None and pod.ready}
     if not usage:
         raise MetricError("did not receive metrics for targeted pods (pods might be unready)")
-    ratio = _utilization_ratio(usage, requests, target_percent)
+    return _grouped_proposal(usage, (missing, unready), _Fill(
+        ratio_of=lambda values: _utilization_ratio(values, requests, target_percent),
+        on_scale_down=lambda i: requests[i] * max(100, target_percent) // 100), current_replicas, tolerance)
+
+
+@dataclass(frozen=True)
+class PodMetric:
+    """One pod of the scale target as a ``type: Pods`` metric sees it.
+
+    Attributes:
+        value_milli: the pod's metric value in milli-units, as the custom metrics API serves it
+            (prometheus-adapter: the per-pod sum of the series, times 1000, truncated); None = no
+            value for this pod ("missing").
+        pending: the pod's phase is Pending (its containers have not started): counted as unready
+            whatever it reports. Running pods count with their value whether Ready or not (the
+            HPA checks readiness only for cpu), terminating and failed pods are left out.
+    """
+
+    value_milli: int | None
+    pending: bool = False
+
+
+def _average_ratio(values: dict[int, int], target_milli: int) -> float:
+    """``GetMetricUsageRatio``: the integer mean of the milli-values over the target."""
+    return (sum(values.values()) // len(values)) / target_milli
+
+
+def proposal_for_pods_metric(pods: Sequence[PodMetric], target_average_milli: int, current_replicas: int,
+                             tolerance: float = 0.1) -> int:
+    """Replicas for a ``type: Pods`` metric with an ``AverageValue`` target.
+
+    Args:
+        pods: every pod of the scale target that is not terminating (one entry per pod).
+        target_average_milli: ``target.averageValue`` in milli-units (> 0).
+        current_replicas: the scale target's ``spec.replicas``.
+        tolerance: half-width of the no-change band around ratio 1.0.
+
+    Returns:
+        With every pod reporting and none pending: ``current_replicas`` when
+        ``mean / target`` is within tolerance, else ``ceil(ratio * pods reporting)``. Otherwise
+        the ratio is recomputed with missing pods at 0 (ratio > 1) or at the target (ratio < 1)
+        and pending pods at 0 (ratio > 1 only); no change when that lands within tolerance or
+        flips the direction, else ``ceil(new ratio * pods counted)`` unless that count itself
+        goes the other way.
+
+    Raises:
+        MetricError: no pods, or no non-pending pod with a value.
+
+    Source: kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go
+    GetMetricReplicas/calcPlainMetricReplicas/groupPods v1.28.0 and metrics/utilization.go
+    GetMetricUsageRatio v1.28.0; specs/keda-hpa-semantics.md §3.3
+    """
+    if not pods:
+        raise MetricError("no pods returned by selector while calculating replica count")
+    unready = [i for i, pod in enumerate(pods) if pod.pending]
+    missing = [i for i, pod in enumerate(pods) if not pod.pending and pod.value_milli is None]
+    usage = {i: int(pod.value_milli) for i, pod in enumerate(pods)
+             if not pod.pending and pod.value_milli is not None}
+    if not usage:
+        raise MetricError("did not receive metrics for targeted pods (pods might be unready)")
+    return _grouped_proposal(usage, (missing, unready), _Fill(
+        ratio_of=lambda values: _average_ratio(values, target_average_milli),
+        on_scale_down=lambda i: target_average_milli), current_replicas, tolerance)
+
+
+@dataclass(frozen=True)
+class _Fill:
+    """How a metric kind turns per-pod values into a ratio, and what a missing pod counts as on
+    a scale-down (cpu: 100 % of its request or the target if higher; plain metrics: the target)."""
+
+    ratio_of: Callable[[dict[int, int]], float]
+    on_scale_down: Callable[[int], int]
+
+
+def _grouped_proposal(usage: dict[int, int], missing_unready: tuple[list[int], list[int]], fill: _Fill,
+                      current_replicas: int, tolerance: float) -> int:
+    """The part of calcPlainMetricReplicas and GetResourceReplicas after grouping the pods.
+
+    Missing pods count as the scale-down fill (ratio < 1) or 0 (ratio > 1); unready pods as 0
+    on the way up only.
+    """
+    missing, unready = missing_unready
+    ratio = fill.ratio_of(usage)
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
         if not _outside_tolerance(ratio, tolerance):
             return current_replicas
         return _ceil(ratio * len(usage))
-    return _rebalanced_utilization(ratio, usage, requests, (missing, unready), target_percent,
-                                   current_replicas, tolerance)
-
-
-def _rebalanced_utilization(ratio: float, usage: dict[int, int], requests: Sequence[int],
-                            missing_unready: tuple[list[int], list[int]], target_percent: int,
-                            current_replicas: int, tolerance: float) -> int:
-    """Missing pods count as 100 % (down) or 0 % (up); unready pods as 0 % on the way up."""
-    missing, unready = missing_unready
     filled = dict(usage)
     for i in missing:
         if ratio < 1.0:
-            filled[i] = requests[i] * max(100, target_percent) // 100
+            filled[i] = fill.on_scale_down(i)
         elif ratio > 1.0:
             filled[i] = 0
-    if unready and ratio > 1.0:
+    if scale_up_with_unready:
         filled.update({i: 0 for i in unready})
-    new_ratio = _utilization_ratio(filled, requests, target_percent)
+    new_ratio = fill.ratio_of(filled)
     if (not _outside_tolerance(new_ratio, tolerance) or (ratio < 1.0 < new_ratio)
             or (new_ratio < 1.0 < ratio)):
         return current_replicas

@@ -2,7 +2,7 @@
 
 * :mod:`.base`: :class:`ScalingPolicy` (``due``, ``decide``, facts), :class:`Decision`,
   :class:`PolicyStep`;
-* :mod:`.keda_hpa`: :class:`KedaHpaPolicy` (a ScaledObject, or a plain CPU HPA);
+* :mod:`.keda_hpa`: :class:`KedaHpaPolicy` (a ScaledObject, or a plain HPA: cpu or a Pods metric);
 * :mod:`.lag_per_slot`: :class:`LagPerSlotPolicy` (the recipe "Kafka Lag Autoscaler"'s
   lag-per-slot halving policy, a ``LagPerSlotPolicy`` manifest);
 * :data:`POLICIES`: manifest ``kind`` -> builder ``(config, *, created_at_s) -> ScalingPolicy``.
@@ -23,7 +23,7 @@ from pytest_lagscale.control.policy.lag_per_slot import LagPerSlotPolicy
 #: Manifest kind -> ``build(config, *, created_at_s=0.0) -> ScalingPolicy``.
 POLICIES: dict[str, Callable[..., Any]] = {
     "ScaledObject": KedaHpaPolicy.from_scaled_object,
-    "HorizontalPodAutoscaler": KedaHpaPolicy.from_cpu_hpa,
+    "HorizontalPodAutoscaler": KedaHpaPolicy.from_hpa,
     "LagPerSlotPolicy": LagPerSlotPolicy.from_config,
 }
 

@@ -4,7 +4,9 @@ A policy is pure (no I/O, no clock, no logging): the runner asks :meth:`ScalingP
 each tick, observes only then (lag when :attr:`~ScalingPolicy.needs_lag`, CPU when
 :attr:`~ScalingPolicy.needs_cpu`), calls :meth:`ScalingPolicy.decide` and applies the
 :class:`Decision`: it writes each step to the event log under the step's ``event`` name and
-scales the Deployment when a step changed the replica count. One module per policy
+scales the Deployment when a step changed the replica count. A policy that decides on a
+``type: Pods`` metric also has ``pod_metric_name`` (str; absent or None otherwise): the runner then
+reads that metric per pod into ``observation.pod_metrics``. One module per policy
 (:mod:`.keda_hpa`, :mod:`.lag_per_slot`), registered in
 :data:`pytest_lagscale.control.policy.POLICIES` by manifest kind.
 """

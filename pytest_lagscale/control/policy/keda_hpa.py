@@ -1,5 +1,5 @@
 """The KEDA + HPA policy: a ScaledObject (KEDA's polling loop, then the HPA it generates), or a
-plain autoscaling/v2 CPU HPA (the HPA alone), run on their own schedules.
+plain autoscaling/v2 HPA on cpu or a Pods metric (the HPA alone), run on their own schedules.
 
 Schedule (what the runner's loop did before this module owned it): the KEDA poll every
 ``pollingInterval`` with the first at the first :meth:`~KedaHpaPolicy.decide`; the HPA sync
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_lagscale.config.hpa import CpuHpaConfig
+from pytest_lagscale.config.hpa import HpaConfig
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig
 from pytest_lagscale.control.controller import PollDecision, ScalingController, SyncDecision
 from pytest_lagscale.control.keda.external import ExternalScalerCall, ExternalTrigger
@@ -77,10 +77,13 @@ class KedaHpaPolicy:
                    source=config.source, namespace=config.meta.namespace or "default")
 
     @classmethod
-    def from_cpu_hpa(cls, config: CpuHpaConfig, *, created_at_s: float = 0.0) -> KedaHpaPolicy:
-        """A plain CPU HPA's policy (no KEDA polling loop; ``created_at_s`` is unused)."""
-        return cls(ScalingController.from_cpu_hpa(config), name="hpa", metrics_name=config.name,
+    def from_hpa(cls, config: HpaConfig, *, created_at_s: float = 0.0) -> KedaHpaPolicy:
+        """A plain HPA's policy, cpu or Pods metric (no KEDA polling loop; ``created_at_s`` is
+        unused)."""
+        return cls(ScalingController.from_hpa(config), name="hpa", metrics_name=config.name,
                    replica_range=(config.min_replicas, config.max_replicas), source=config.source)
+
+    from_cpu_hpa = from_hpa
 
     # -- facts -------------------------------------------------------------------------------
     @property
@@ -116,6 +119,17 @@ class KedaHpaPolicy:
     def needs_local_scaler(self) -> bool:
         """Some external trigger is served by the run's own scaler (the run starts one)."""
         return any(call.local for call in self.external_scalers)
+
+    @property
+    def needs_pod_metrics(self) -> bool:
+        """Some metric is a Pods metric (reads ``observation.pod_metrics``)."""
+        return any(getattr(t, "needs_pod_metrics", False) for t in self.controller.triggers)
+
+    @property
+    def pod_metric_name(self) -> str | None:
+        """The Pods metric the runner reads per pod (None: the policy has none)."""
+        return next((t.metric_name for t in self.controller.triggers if getattr(t, "needs_pod_metrics", False)),
+                    None)
 
     @property
     def polling_interval_s(self) -> float | None:

@@ -73,6 +73,9 @@ class FakeConsumer:
     callbacks: dict[str, Callable] = field(default_factory=dict)
     topics: list[str] = field(default_factory=list)
     consumed: int = 0
+    positions: dict[int, int] = field(default_factory=dict)
+    high_watermarks: dict[int, int] = field(default_factory=dict)
+    lag_reads: int = 0
 
     def subscribe(self, topics: list[str], on_assign: Callable = None, on_revoke: Callable = None,
                   on_lost: Callable = None) -> None:
@@ -109,6 +112,23 @@ class FakeConsumer:
 
     def memberid(self) -> str:
         return "member-1"
+
+    def position(self, partitions: list[Any]) -> list[FakeTopicPartition]:
+        """``positions`` (-1001 = nothing consumed yet), as librdkafka's application position."""
+        if self.closed:
+            raise RuntimeError("Consumer closed")
+        self.lag_reads += 1
+        return [FakeTopicPartition(tp.topic, tp.partition, self.positions.get(tp.partition, -1001))
+                for tp in partitions]
+
+    def get_watermark_offsets(self, partition: Any, timeout: float | None = None,
+                              cached: bool = False) -> tuple[int, int] | None:
+        """``(low, high)`` from ``high_watermarks`` (-1001 = no fetch response yet; None = the
+        client's None on an error); cached only."""
+        assert cached, "the lag gauge must not ask the broker"
+        self.lag_reads += 1
+        high = self.high_watermarks.get(partition.partition, -1001)
+        return None if high is None else (0 if high >= 0 else -1001, high)
 
 
 def wall_ns_from(clock: FakeClock, epoch_ns: int = 2_000_000_000_000_000_000) -> Callable[[], int]:

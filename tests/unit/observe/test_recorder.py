@@ -11,7 +11,7 @@ import pytest
 from pytest_lagscale.analyze.tables import TIMELINE_COLUMNS
 from pytest_lagscale.errors import ConfigError
 from pytest_lagscale.eventlog import EventLog, read_events
-from pytest_lagscale.observe.recorder import (MACHINE_COLUMNS, QUERY_COLUMNS, Recorder,
+from pytest_lagscale.observe.recorder import (CONSUMER_COLUMNS, MACHINE_COLUMNS, QUERY_COLUMNS, Recorder,
                                               default_queries, merge_event_logs,
                                               timeline_from_results)
 
@@ -57,9 +57,9 @@ def test_rates_are_read_at_the_bucket_end_and_nan_counts_as_missing() -> None:
 
 def test_timeline_has_the_documented_dtypes() -> None:
     table = timeline_from_results(_results(total_lag=[_series({0: "1.6"})]), START_S, steps=2)
-    assert list(table.columns) == list(TIMELINE_COLUMNS) + list(MACHINE_COLUMNS)
+    assert list(table.columns) == list(TIMELINE_COLUMNS) + list(MACHINE_COLUMNS) + list(CONSUMER_COLUMNS)
     assert {c: str(t) for c, t in table.dtypes.items()} == {
-        **TIMELINE_COLUMNS, **dict.fromkeys(MACHINE_COLUMNS, "float64")}
+        **TIMELINE_COLUMNS, **dict.fromkeys(MACHINE_COLUMNS + CONSUMER_COLUMNS, "float64")}
     assert table["total_lag"].tolist() == [2, 2]
 
 
@@ -96,7 +96,7 @@ def test_recorder_queries_each_column_on_the_exact_grid_and_saves_parquet_and_cs
         ("1", "1700000000.500", "1700000002.500")}
     assert pd.read_parquet(tmp_path / "timeline.parquet").equals(table)
     assert (tmp_path / "timeline.csv").read_text().splitlines()[0] == ",".join(
-        [*TIMELINE_COLUMNS, *MACHINE_COLUMNS])
+        [*TIMELINE_COLUMNS, *MACHINE_COLUMNS, *CONSUMER_COLUMNS])
 
 
 def test_default_queries_are_the_documented_promql() -> None:
@@ -111,7 +111,19 @@ def test_default_queries_are_the_documented_promql() -> None:
         "cpu_busy_fraction": ('clamp(1 - sum(irate(node_cpu_seconds_total{mode="idle"}[3s])) '
                               "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
         "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
+        "consumer_lag": "sum(consumer_records_lag)",
     }
+
+
+def test_consumer_lag_is_summed_over_replicas_and_unknown_where_none_reported() -> None:
+    """Two replicas' own lag (one series per owned partition) beside the broker's committed-offset
+    lag; a step where no replica reported stays NaN (not 0, not the previous value)."""
+    own = [_series({1: "300", 2: "120", 4: "0"}, instance="127.0.0.1:9001", partition="0"),
+           _series({1: "50", 2: "30"}, instance="127.0.0.1:9002", partition="5")]
+    table = timeline_from_results(_results(consumer_lag=own, total_lag=[_series({0: "900", 3: "400"})]),
+                                  START_S, steps=5)
+    assert table["consumer_lag"].fillna(-1).tolist() == [-1, 350.0, 150.0, -1, 0.0]
+    assert table["total_lag"].tolist() == [900, 900, 900, 400, 400]
 
 
 def test_unknown_query_column_is_rejected() -> None:

@@ -39,3 +39,23 @@ def test_module_import_does_not_load_matplotlib() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(("own", "labels"), [
+    pytest.param([float("nan"), 300.0, 120.0], ["total lag", "consumer-reported lag"], id="drawn-with-gaps"),
+    pytest.param([float("nan")] * 3, ["total lag"], id="never-reported-not-drawn"),
+    pytest.param(None, ["total lag"], id="older-timeline-without-the-column"),
+])
+def test_consumer_reported_lag_is_drawn_beside_the_total_lag(matplotlib_imported: None, own, labels) -> None:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from pytest_lagscale.report.timeline_png import _plot_lag_and_rate
+
+    table = pd.DataFrame({"t_s": [0.0, 1.0, 2.0], "total_lag": [900, 800, 400],
+                          "consume_rate_per_s": [0.0] * 3})
+    if own is not None:
+        table["consumer_lag"] = own
+    ax = Figure().subplots()
+    _plot_lag_and_rate(ax, table)
+    assert [line.get_label() for line in ax.get_lines()] == labels
