@@ -56,15 +56,23 @@ class PrometheusPodMetrics:
         url: Prometheus base URL.
         job: the scrape job of the replicas.
         client: an object with prometheus-api-client's ``custom_query`` (default:
-            ``PrometheusConnect(url, disable_ssl=True)``).
+            ``PrometheusConnect(url, disable_ssl=True)``, made at the first :meth:`read`: every
+            run builds this reader, only a Pods-metric policy reads it, and the client's import
+            pulls in pandas).
     """
 
     def __init__(self, url: str, *, job: str = "replicas", client: Any = None):
+        self.url = url
         self.job = job
-        if client is None:
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        """The prometheus-api-client connection, made on first use."""
+        if self._client is None:
             from prometheus_api_client import PrometheusConnect
-            client = PrometheusConnect(url, disable_ssl=True)
-        self.client = client
+            self._client = PrometheusConnect(self.url, disable_ssl=True)
+        return self._client
 
     def promql(self, metric_name: str) -> str:
         """The instant query for ``metric_name``."""
