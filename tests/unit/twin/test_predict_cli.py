@@ -51,4 +51,4 @@ def test_a_run_the_twin_does_not_model_exits_2_naming_the_input() -> None:
     result = _predict(CPU, "--draws", "2")
     assert result.exit_code == 2
     assert f"error: {CPU}: " in result.output
-    assert "twin" in result.output.lower() or "cpu" in result.output.lower()
+    assert "not modelled by the twin: policy 'hpa-cpu-ci' scales on CPU" in result.output
