@@ -21,6 +21,12 @@ The rule (:func:`derive_baseline`), per metric over the ``n`` samples of one lab
   of :data:`COUNT_SLACK` events: the check allows ``max(tolerance x value, slack)``, because
   an integer's noise is at least an event or two whatever its median (one extra reversal
   after a drain turns a median of 1 into +100 %).
+* a metric measured over a window that another metric's event closes (:data:`DEPENDS_ON`:
+  the lag build-up rate, over the spike until the first scale-out) is not gated when that
+  metric was measured in some samples but not all: the runs of the label then reach the spike
+  on different paths (already scaling, or not) and the window is a different event from run
+  to run. Where the baseline's samples agree and a later run differs, ``compare`` marks the row
+  ``other_window`` (:data:`~.compare.DEPENDS_ON`).
 * :data:`GATED_2X` (reaction time, drain time, replica-seconds) must catch a doubling, so
   their tolerance is capped at :data:`MAX_GATED_TOLERANCE`; a cap is recorded
   (``baseline.capped``) and shown in the tolerance table, because it means the machine's noise
@@ -39,6 +45,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
+from .compare import DEPENDS_ON
 
 #: Metrics whose doubling the gate must catch (the issue's reaction, drain, replica-seconds).
 GATED_2X = ("reaction_time_s", "drain_time_s", "replica_seconds")
@@ -122,7 +129,8 @@ class Rule:
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": "median", "floor": self.floor, "margin": self.margin, "step": STEP,
-                "exact": list(EXACT), "gated_2x": list(GATED_2X), "not_gated": sorted(NOT_GATED), "wide": list(WIDE),
+                "exact": list(EXACT), "gated_2x": list(GATED_2X), "not_gated": sorted(NOT_GATED),
+                "depends_on": dict(DEPENDS_ON), "wide": list(WIDE),
                 "wide_floor": WIDE_FLOOR,
                 "max_gated_tolerance": MAX_GATED_TOLERANCE, "count_slack": self.count_slack}
 
@@ -148,9 +156,10 @@ def metric_baseline(name: str, values: Sequence[float | None], direction: str,
     """
     if not values:
         raise ValueError(f"{name}: no samples")
-    spread: dict[str, Any] = {"n": len(values), "min": None, "median": None, "max": None,
-                              "deviation": None, "note": None, "capped": None}
     measured = [float(v) for v in values if v is not None]
+    spread: dict[str, Any] = {"n": len(values), "measured": len(measured), "min": None,
+                              "median": None, "max": None, "deviation": None, "note": None,
+                              "capped": None}
     if len(measured) < len(values):
         spread["note"] = f"measured in {len(measured)} of {len(values)} samples"
         return None, 0.0, spread
@@ -220,6 +229,7 @@ def derive_baseline(label: str, samples: Sequence[tuple[Path, Mapping[str, Any]]
         spread[name] = metric_spread
         if metric_spread["capped"] is not None:
             capped[name] = metric_spread["capped"]
+    ungate_dependents(metrics, spread)
     return {
         "schema_version": first["schema_version"],
         "lagscale_version": newest.get("lagscale_version"),
@@ -243,6 +253,28 @@ def derive_baseline(label: str, samples: Sequence[tuple[Path, Mapping[str, Any]]
             "capped": capped,
         },
     }
+
+
+def ungate_dependents(metrics: dict[str, dict[str, Any]],
+                      spread: dict[str, dict[str, Any]]) -> list[str]:
+    """Ungate, in place, each gated :data:`DEPENDS_ON` metric whose window-closing metric was
+    measured in some samples but not all (its spread's ``measured`` between 1 and ``n - 1``):
+    value None, tolerance 0, no slack, and a note in its spread. Returns the names ungated."""
+    ungated = []
+    for name, closer in DEPENDS_ON.items():
+        entry, closing = metrics.get(name), spread.get(closer) or {}
+        if entry is None or entry.get("value") is None:
+            continue
+        if not 0 < closing.get("measured", closing.get("n", 0)) < closing.get("n", 0):
+            continue
+        entry.update(value=None, tolerance=0.0)
+        entry.pop("slack", None)
+        spread.setdefault(name, {})["note"] = (
+            f"its window ends at the event of {closer}, which was measured in "
+            f"{closing['measured']} of {closing['n']} samples (the runs reach the spike on "
+            "different paths): shown, not gated")
+        ungated.append(name)
+    return ungated
 
 
 def group_by_label(runs: Iterable[Any]) -> dict[str, list[tuple[Path, Mapping[str, Any]]]]:

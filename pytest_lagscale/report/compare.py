@@ -16,7 +16,16 @@ from typing import Any, Mapping, Protocol
 from ..errors import RegressionError
 
 LOWER, HIGHER = "lower_is_better", "higher_is_better"
-STATUSES = ("regression", "improvement", "within_tolerance", "missing", "new", "ungated")
+STATUSES = ("regression", "improvement", "within_tolerance", "missing", "new", "ungated",
+            "other_window")
+#: Metrics measured over a window that another metric's event closes, and that metric. The lag
+#: build-up rate runs from the spike to the first scale-out, the event reaction_time_s times;
+#: where the baseline and the current run differ in whether that event was measured (the group
+#: was already scaling when the spike came in one, at its minimum in the other), the two rates
+#: are over different windows and are not compared (status ``other_window``). Measured:
+#: spike-ci-lt50 108-153 records/s over 3 samples without a reaction, 646 records/s in the CI
+#: of 2026-11-25 whose group met the spike at its minimum and reacted in 15.7 s.
+DEPENDS_ON = {"lag_build_up_rate_per_s": "reaction_time_s"}
 
 
 class RegressionCheck(Protocol):
@@ -142,6 +151,29 @@ def _row(name: str, base: Mapping[str, Any], cur: Mapping[str, Any] | None,
     return Row(name, unit, direction, b, c, change, status, reason)
 
 
+def closer_measured(doc: Mapping[str, Any], name: str) -> bool | None:
+    """Whether ``doc`` measured metric ``name``: for a baseline (a ``baseline.spread`` entry
+    with ``measured`` and ``n``), True when every sample did, False when none did, None when
+    some did; for a run, whether its value is not None."""
+    spread = ((doc.get("baseline") or {}).get("spread") or {}).get(name)
+    if spread is not None and "measured" in spread:
+        return (True if spread["measured"] == spread["n"]
+                else False if spread["measured"] == 0 else None)
+    return (doc["metrics"].get(name) or {}).get("value") is not None
+
+
+def _other_window(row: Row, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> Row:
+    """``row`` as ``other_window`` (no reason) when it is a :data:`DEPENDS_ON` metric whose
+    window-closing event the baseline and the current run did not both (or both not) measure."""
+    closer = DEPENDS_ON.get(row.metric)
+    if closer is None or row.status in ("ungated", "new"):
+        return row
+    if closer_measured(baseline, closer) == closer_measured(current, closer):
+        return row
+    return Row(row.metric, row.unit, row.direction, row.baseline, row.current, row.change,
+               "other_window")
+
+
 def compare_documents(baseline: Mapping[str, Any], current: Mapping[str, Any],
                       checks: Mapping[str, RegressionCheck] | None = None,
                       missing_fails: bool = True) -> Comparison:
@@ -154,13 +186,15 @@ def compare_documents(baseline: Mapping[str, Any], current: Mapping[str, Any],
 
     Returns:
         A :class:`Comparison`: one row per baseline metric (in baseline order), then one
-        ``new`` row per metric only the current run has. An improvement is a change past the
+        ``new`` row per metric only the current run has. A :data:`DEPENDS_ON` metric whose
+        window the two documents closed on different events is ``other_window`` and passes. An improvement is a change past the
         tolerance in the good direction. machine_info differences become warnings only.
     """
     checks = checks or {}
     cur_metrics = current["metrics"]
     rows = [_row(name, entry, cur_metrics.get(name), check_for(name, entry, checks.get(name)),
                  missing_fails) for name, entry in baseline["metrics"].items()]
+    rows = [_other_window(row, baseline, current) for row in rows]
     rows += [Row(name, e.get("unit", ""), e["direction"], None, e.get("value"), None, "new")
              for name, e in cur_metrics.items() if name not in baseline["metrics"]]
     notes = ()
@@ -193,7 +227,7 @@ def _fmt(value: float | None) -> str:
 
 
 _STYLES = {"regression": "bold red", "improvement": "green", "missing": "yellow",
-           "ungated": "dim"}
+           "ungated": "dim", "other_window": "dim"}
 
 
 def render_comparison(comparison: Comparison,

@@ -205,3 +205,21 @@ def test_update_a_missing_sample_exits_2(tmp_path: Path) -> None:
     result = _update(tmp_path / "nope", "--out", tmp_path / "b")
     assert result.exit_code == 2
     assert f"error: SAMPLE: {str(tmp_path / 'nope')!r} does not exist" in result.output
+
+
+def test_a_build_up_rate_whose_reaction_some_samples_missed_is_not_gated() -> None:
+    doc = benchjson.load(SPIKE)
+    values = [(20.0, 1600.0), (None, 120.0), (22.0, 1650.0)]
+    samples = [(SPIKE, _sample(doc, reaction_time_s=r, lag_build_up_rate_per_s=b))
+               for r, b in values]
+    base = derive_baseline("spike-ci", samples)
+    assert base["metrics"]["lag_build_up_rate_per_s"]["value"] is None
+    assert base["baseline"]["spread"]["reaction_time_s"]["measured"] == 2
+    assert base["baseline"]["spread"]["lag_build_up_rate_per_s"]["note"] == (
+        "its window ends at the event of reaction_time_s, which was measured in 2 of 3 "
+        "samples (the runs reach the spike on different paths): shown, not gated")
+    # every sample measured the reaction: the rate is gated as usual
+    steady = derive_baseline("spike-ci", [(SPIKE, _sample(doc, reaction_time_s=20.0,
+                                                          lag_build_up_rate_per_s=b))
+                                          for b in (1600.0, 1650.0, 1700.0)])
+    assert steady["metrics"]["lag_build_up_rate_per_s"]["value"] == 1650.0

@@ -93,3 +93,46 @@ def test_render_comparison(golden: Path) -> None:
     assert "lagscale vs baseline: fail" in text
     assert "reaction_time_s" in text and "+33.3%" in text and "regression" in text
     assert text.count("\n") >= 8
+
+
+def _lt50_baseline(reaction_measured: int) -> dict:
+    """A baseline of 3 samples whose reaction was measured in ``reaction_measured`` of them,
+    gating a build-up rate of 117 records/s at 95 % (spike-ci-lt50's, 2026-11-23)."""
+    def entry(value, unit, tolerance):
+        return {"value": value, "unit": unit, "direction": "lower_is_better",
+                "tolerance": tolerance}
+    return {"metrics": {"reaction_time_s": entry(None, "s", 0.0),
+                        "lag_build_up_rate_per_s": entry(117.4, "records/s", 0.95)},
+            "baseline": {"spread": {"reaction_time_s": {"n": 3,
+                                                        "measured": reaction_measured}}}}
+
+
+def _run(reaction_s: float | None, build_up_rate: float) -> dict:
+    return {"metrics": {
+        "reaction_time_s": {"value": reaction_s, "unit": "s", "direction": "lower_is_better"},
+        "lag_build_up_rate_per_s": {"value": build_up_rate, "unit": "records/s",
+                                    "direction": "lower_is_better"}}}
+
+
+def test_a_build_up_rate_over_another_window_than_the_baselines_is_not_compared() -> None:
+    # the CI of 2026-11-25: the samples never measured a reaction (the group was already
+    # scaling at the spike); this run met the spike at its minimum and reacted in 15.7 s
+    comparison = compare_documents(_lt50_baseline(0), _run(15.7, 646.1))
+    assert comparison.verdict == "pass"
+    row = next(r for r in comparison.rows if r.metric == "lag_build_up_rate_per_s")
+    assert (row.status, row.reason, row.current) == ("other_window", None, 646.1)
+
+
+def test_a_build_up_rate_over_the_same_window_is_still_gated() -> None:
+    failed = compare_documents(_lt50_baseline(0), _run(None, 646.1))
+    assert [row.metric for row in failed.failures] == ["lag_build_up_rate_per_s"]
+    # a baseline that measured the reaction in every sample, a run that did too
+    base = _lt50_baseline(3)
+    base["metrics"]["reaction_time_s"].update(value=20.0, tolerance=0.9)
+    failed = compare_documents(base, _run(21.0, 646.1))
+    assert [row.metric for row in failed.failures] == ["lag_build_up_rate_per_s"]
+    # a plain run document as the baseline: its own value says whether it measured the event
+    plain = _run(None, 117.4)
+    plain["metrics"]["lag_build_up_rate_per_s"]["tolerance"] = 0.95
+    assert compare_documents(plain, _run(15.7, 646.1)).verdict == "pass"
+    assert compare_documents(plain, _run(None, 646.1)).verdict == "fail"
