@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.analyze.tables import events_named
+from pytest_lagscale.analyze.tables import burst_window
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(5), pytest.mark.integration,
               pytest.mark.xdist_group("flapping")]
@@ -42,16 +42,7 @@ DRAIN_BOUND_S = {"ci": 30.0, "full": 120.0}
 def last_burst_end_s(events: Any) -> float | None:
     """Seconds since run start at which the last burst (``high-<i>`` phase) ended: the start of
     the phase after it (or ``load_end``); None without phase events."""
-    marks = events_named(events, "phase")
-    marks = [(float(t), (fields or {}).get("label", "")) for t, fields
-             in zip(marks["t_s"], marks["fields"])]
-    highs = [i for i, (_, label) in enumerate(marks) if str(label).startswith("high-")]
-    if not highs:
-        return None
-    if highs[-1] + 1 < len(marks):
-        return marks[highs[-1] + 1][0]
-    ends = events_named(events, "load_end")
-    return float(ends["t_s"].iloc[0]) if len(ends) else None
+    return burst_window(events)[1]
 
 
 def flapping_figures(result: Any, drain_bound_s: float) -> dict[str, Any]:

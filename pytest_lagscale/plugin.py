@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: uses the embedded broker and real local "
                                        "processes")
     config.addinivalue_line("markers", "acceptance: a full experiment run with SLO assertions")
-    config.addinivalue_line("markers", "experiment(n): the DESIGN.md experiment number n (1-8)")
+    config.addinivalue_line("markers", "experiment(n): the experiment number n (1-8 of DESIGN.md, 9 the policy shoot-out)")
     config.addinivalue_line("markers", "xdist_group(name): tests sharing one run (pytest-xdist "
                                        "keeps a group on one worker; a no-op without it)")
     baseline = config.getoption("lagscale_baseline", None)

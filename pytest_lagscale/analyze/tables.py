@@ -137,3 +137,18 @@ def spike_window(events: pd.DataFrame) -> tuple[float | None, float | None]:
         ends = ends[ends["t_s"] >= start]
     end = float(ends["t_s"].iloc[0]) if len(ends) else None
     return start, end
+
+
+def burst_window(events: pd.DataFrame) -> tuple[float | None, float | None]:
+    """``(first_start_s, last_end_s)`` of a bursty profile's bursts (its ``phase`` events
+    labelled ``high-<i>``): the first burst's start and the start of the phase after the last
+    burst (or ``load_end``); ``(None, None)`` without burst phases."""
+    marks = events_named(events, "phase")
+    marks = [(float(t), str((fields or {}).get("label", ""))) for t, fields
+             in zip(marks["t_s"], marks["fields"])]
+    highs = [i for i, (_, label) in enumerate(marks) if label.startswith("high-")]
+    if not highs:
+        return None, None
+    if highs[-1] + 1 < len(marks):
+        return marks[highs[0]][0], marks[highs[-1] + 1][0]
+    return marks[highs[0]][0], first_event_time(events, "load_end")

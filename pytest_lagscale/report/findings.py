@@ -3,7 +3,8 @@
 ``lagscale report`` (:mod:`.findings_cli`) and ``--lagscale-report`` load the benchmark JSON
 documents of experiment runs (:func:`load_runs`), find which experiments each run belongs to
 (:func:`experiments_of`), and build :class:`Findings` (:func:`build_findings`): the
-recommendations first, then one :class:`Section` per experiment 1..8 of DESIGN.md, filled by
+recommendations first, then one :class:`Section` per experiment 1..9 (DESIGN.md's eight and
+issue 14's policy shoot-out), filled by
 that experiment's extractor (:data:`.findings_extract.EXTRACTORS`). Rendering is
 :mod:`.findings_render` (Jinja2 templates in ``report/templates``).
 
@@ -18,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 
-EXPERIMENTS = range(1, 9)
+EXPERIMENTS = range(1, 10)
 
 # Experiment number -> (title, question, the lab's headline assertion), from DESIGN.md's table.
 QUESTIONS: dict[int, tuple[str, str, str]] = {
@@ -49,11 +50,18 @@ QUESTIONS: dict[int, tuple[str, str, str]] = {
     8: ("lagThreshold sweep",
         "Which lagThreshold trades over-scaling against SLO breaches best?",
         "over-scaling vs SLO breach trade-off tabulated; a recommended value printed"),
+    9: ("Policy shoot-out",
+        "How do the seeds' policies (KEDA's kafka trigger as committed and tuned, the "
+        "persistent-lag external scaler, lag-per-slot halving, a Pods-metric HPA on the "
+        "replicas' own lag, a CPU HPA) compare on the same spike and bursty load, and do the "
+        "seeds' claims hold?",
+        "one table per profile; every policy completes with processed == produced; the seeds' "
+        "claims judged with the measured ratio"),
 }
 
 # experiment.<key> recorded by an experiment's test -> the experiment number.
 RECORD_KEYS: dict[str, int] = {"signal": 1, "rebalance_dip": 3, "ceiling": 4, "cap": 4,
-                               "flapping": 5, "partitions": 7, "sweep": 8}
+                               "flapping": 5, "partitions": 7, "sweep": 8, "policies": 9}
 IMAGES = ("timeline.png", "replicas.png")
 SPIKE_PROFILES = ("spike", "spike-ci")  # experiments 2 and 6's profile at full and ci scale
 
@@ -97,6 +105,16 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Table:
+    """A table of a section (e.g. experiment 9's policies by figure): a title, the column
+    headings and rows of printed cells (units in the headings)."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """One setting the findings recommend.
 
@@ -122,6 +140,7 @@ class Extract:
     figures: list[Figure]
     conclusion: str
     recommendation: Recommendation | None = None
+    tables: list[Table] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -135,6 +154,7 @@ class Section:
     runs: list[RunDoc] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     conclusion: str = ""
+    tables: list[Table] = field(default_factory=list)
 
     @property
     def ran(self) -> bool:
@@ -149,7 +169,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Findings:
-    """The report: recommendations, then sections 1..8, over ``runs``; ``simulated`` is the
+    """The report: recommendations, then sections 1..9, over ``runs``; ``simulated`` is the
     twin's full-scale predictions and tune cross-check (:mod:`.simulated`), None when not
     asked for."""
 
@@ -248,7 +268,7 @@ def build_findings(runs: list[RunDoc]) -> Findings:
             continue
         extract = EXTRACTORS[number](mine)
         sections.append(Section(number, title, question, headline, mine, extract.figures,
-                                extract.conclusion))
+                                extract.conclusion, extract.tables))
         if extract.recommendation is not None:
             rec = extract.recommendation
             recommendations[number] = Recommendation(rec.setting, rec.value, number,

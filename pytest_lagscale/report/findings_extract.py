@@ -31,13 +31,18 @@ What each reads (benchmark JSON keys):
 8. ``experiment.sweep``: ``by_threshold`` (value -> one line), ``values`` (``lag_threshold``,
    ``slo_met``), ``recommendation`` (``lag_threshold``, ``drain_slo_s``, ``rule_of_thumb``,
    ``dead_zone.why``, ``evidence``) -> lagThreshold.
+9. ``experiment.policies`` of each shoot-out run: ``profile``, ``policy``, ``row`` (the
+   :data:`~pytest_lagscale.analyze.shootout.COLUMNS` figures, ``drain_slo_met``,
+   ``reaction_slo_met``, ``handed_over``, ``lost_records``, ``duplicated_records``) and, from the
+   table test, ``table`` (policy -> row) and on bursty ``claims`` (the seeds' claims judged)
+   -> one table per profile.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from .findings import Extract, Figure, Recommendation, RunDoc
+from .findings import Extract, Figure, Recommendation, RunDoc, Table
 
 Extractor = Callable[[list[RunDoc]], Extract]
 EXTRACTORS: dict[int, Extractor] = {}
@@ -350,3 +355,72 @@ def sweep(runs: list[RunDoc]) -> Extract:
                 if chosen is not None else f"No swept lagThreshold drained within "
                                            f"{num(slo, 's')}.")
     return Extract(figures, sentence, Recommendation("lagThreshold", value, 8, evidence))
+
+
+def _shootout_rows(runs: list[RunDoc]) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """profile -> policy -> row, from every run's ``experiment.policies`` (a recorded
+    ``table`` first, then each run's own ``row``)."""
+    tables: dict[str, dict[str, Mapping[str, Any]]] = {}
+    records = [r.record.get("policies") for r in runs]
+    records = [rec for rec in records if isinstance(rec, Mapping) and rec.get("profile")]
+    for rec in records:
+        for name, row in (rec.get("table") or {}).items():
+            tables.setdefault(str(rec["profile"]), {}).setdefault(name, row)
+    for rec in records:
+        if isinstance(rec.get("row"), Mapping) and rec.get("policy"):
+            tables.setdefault(str(rec["profile"]), {}).setdefault(str(rec["policy"]), rec["row"])
+    return tables
+
+
+def _best(rows: Mapping[str, Mapping[str, Any]], figure: str) -> tuple[str | None, Any]:
+    """The policy with the lowest ``figure`` (ignoring unmeasured ones) and that value."""
+    measured = {name: row.get(figure) for name, row in rows.items()
+                if isinstance(row.get(figure), (int, float))}
+    if not measured:
+        return None, None
+    name = min(measured, key=lambda n: measured[n])
+    return name, measured[name]
+
+
+@extractor(9)
+def policies(runs: list[RunDoc]) -> Extract:
+    """Experiment 9: one table per profile, processed == produced per profile, and the verdict
+    on each seed claim with its measured reduction."""
+    from ..analyze.shootout import COLUMNS, seed_claims
+
+    tables_by_profile = _shootout_rows(runs)
+    header = ["policy", *(f"{name} ({unit})" for name, unit in COLUMNS.items()),
+              "reaction SLO", "drain SLO"]
+    tables, figures, parts = [], [], []
+    for profile in sorted(tables_by_profile, key=lambda p: (p != "spike", p)):
+        rows = tables_by_profile[profile]
+        tables.append(Table(profile, header, [
+            [name + (" (handed over to keda at the spike's end)" if row.get("handed_over")
+                     else ""),
+             *(num(row.get(col), "", 2 if col == "replica_seconds_ratio" else 1)
+               for col in COLUMNS),
+             verdict(row.get("reaction_slo_met")) or NA,
+             verdict(row.get("drain_slo_met")) or NA] for name, row in rows.items()]))
+        clean = [row.get("lost_records") == 0 and row.get("duplicated_records") == 0
+                 for row in rows.values()]
+        figures.append(Figure(f"{profile}: policies with processed == produced",
+                              f"{sum(clean)} of {len(clean)}", verdict(all(clean))))
+        best = [(_best(rows, figure), phrase) for figure, phrase in (
+            ("replica_seconds", "used the fewest replica-seconds ({})"),
+            ("drain_time_s", "drained fastest ({} s)"), ("scale_steps", "scaled least ({} events)"))]
+        said = [f"{name} {phrase.format(num(value))}" for (name, value), phrase in best
+                if name is not None]
+        parts.append(f"on {profile} " + (", ".join(said) if said else "nothing was measured"))
+    claims = seed_claims(tables_by_profile)
+    for claim in claims:
+        figures.append(Figure(f"claim: {claim.statement} ({claim.policy} vs {claim.reference}, "
+                              f"{claim.profile})",
+                              pct(claim.measured_reduction) + " reduction",
+                              {"holds": "pass", "does not hold": "fail"}.get(claim.verdict)))
+    if not tables:
+        return Extract(figures, "The shoot-out recorded no table (experiment.policies).")
+    verdicts = "; ".join(f"{c.statement!r} {c.verdict}" + (
+        "" if c.measured_reduction is None else f" ({pct(c.measured_reduction)} measured)")
+        for c in claims)
+    return Extract(figures, "Measured: " + "; ".join(parts) + f". Seed claims: {verdicts}.",
+                   tables=tables)

@@ -70,3 +70,24 @@ def test_check_timeline_sorts_and_casts() -> None:
 ])
 def test_spike_window(rows: list, expected: tuple) -> None:
     assert spike_window(synth.events(*rows)) == expected
+
+
+def _phase(t_s: float, label: str) -> tuple:
+    return (t_s, "producer", "phase", {"label": label})
+
+
+@pytest.mark.parametrize("rows, expected", [
+    pytest.param([_phase(0.0, "low-0"), _phase(30.0, "high-1"), _phase(40.0, "low-1"),
+                  _phase(70.0, "high-2"), _phase(80.0, "low-2")], (30.0, 80.0),
+                 id="phase-after-the-last-burst"),
+    pytest.param([_phase(0.0, "low-0"), _phase(30.0, "high-1"),
+                  (40.0, "producer", "load_end", {})], (30.0, 40.0), id="ends-with-load-end"),
+    pytest.param([_phase(0.0, "low-0"), _phase(30.0, "high-1")], (30.0, None),
+                 id="still-bursting"),
+    pytest.param([_phase(0.0, "baseline"), (60.0, "producer", "spike_start", {})],
+                 (None, None), id="no-bursts"),
+])
+def test_burst_window(rows: list, expected: tuple) -> None:
+    from pytest_lagscale.analyze.tables import burst_window
+
+    assert burst_window(synth.events(*rows)) == expected

@@ -24,7 +24,8 @@ MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, 
              "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-flap, scaledobject-flap-ci, "
              "scaledobject-hysteresis, scaledobject-hysteresis-ci, scaledobject-partitions, "
              "scaledobject-partitions-ci, scaledobject-persistent-lag, scaledobject-persistent-lag-ci, "
-             "scaledobject-rebalance, scaledobject-rebalance-ci")
+             "scaledobject-rebalance, scaledobject-rebalance-ci, scaledobject-tuned, "
+             "scaledobject-tuned-ci")
 
 
 def test_data_path_is_a_real_directory_inside_the_package() -> None:
