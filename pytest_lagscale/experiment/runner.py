@@ -141,14 +141,19 @@ class Run:
         layout: the run directory.
         clock: the runner's clock (``RealClock`` in runs).
         progress: the live display, or None.
-        cluster: a started cluster to share (topic and group then get a run suffix), or None.
+        cluster: a started cluster to share, or None. On a shared cluster (this one, or
+            ``--kafka external``) the topic and group get a run suffix (:func:`run_suffix`).
     """
 
     def __init__(self, plan: RunPlan, layout: RunDir, clock: Clock,
                  progress: RunProgress | None, cluster: Any = None):
         self.plan, self.layout, self.progress = plan, layout, progress
         self.clock = LoadClock(clock)
-        suffix = "" if cluster is None else run_suffix(layout.name)
+        # a shared cluster (the session's, or an external one other runs may use at the same
+        # time) gets a topic and group of the run's own; a broker of the run's own keeps the
+        # manifests' names
+        shared = cluster is not None or plan.settings.kafka == "external"
+        suffix = run_suffix(layout.name) if shared else ""
         self.topic = f"{plan.profile.topic}{suffix}"
         self.group = f"{plan.deployment.replica.group}{suffix}"
         self.parts = _Parts(cluster=cluster)

@@ -21,3 +21,34 @@ from pytest_lagscale.experiment.runner import unprocessed_records
 )
 def test_unprocessed_records(offsets, expected) -> None:
     assert unprocessed_records(offsets) == expected
+
+
+@pytest.mark.parametrize(("kafka", "shared_cluster", "suffixed"), [
+    pytest.param("embedded", False, False, id="own-broker-keeps-the-manifest-names"),
+    pytest.param("embedded", True, True, id="the-sessions-broker"),
+    pytest.param("external", False, True, id="an-external-cluster-others-may-use"),
+])
+def test_a_shared_cluster_gives_the_run_its_own_topic_and_group(tmp_path, kafka, shared_cluster,
+                                                                 suffixed) -> None:
+    from pathlib import Path
+
+    from pytest_lagscale.clock import RealClock
+    from pytest_lagscale.contract.rundir import RunDir
+    from pytest_lagscale.experiment.plan import plan_run
+    from pytest_lagscale.experiment.runner import Run
+    from pytest_lagscale.experiment.settings import RunSettings
+
+    root = Path(__file__).resolve().parents[3]
+    settings = RunSettings(root / "fixtures" / "profiles" / "spike-ci.yaml", kafka=kafka,
+                           kafka_bootstrap="127.0.0.1:9092" if kafka == "external" else None)
+    layout = RunDir(tmp_path / "20261125T000000Z-spike-ci")
+    runs = [Run(plan_run(settings), layout, RealClock(), None,
+                cluster=object() if shared_cluster else None) for _ in range(2)]
+    for run in runs:
+        run.events.close()
+    topics = {run.topic for run in runs}
+    if not suffixed:
+        assert (runs[0].topic, runs[0].group) == ("events", "enrich")
+        return
+    assert len(topics) == 2 and len({run.group for run in runs}) == 2
+    assert all(t.startswith("events-20261125t000000z-spike-ci-") for t in topics)
