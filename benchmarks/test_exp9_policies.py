@@ -2,10 +2,9 @@
 (issue 14).
 
 Two loads, ``spike`` (``spike-ci`` at ci: 90 s of 10x) and ``bursty`` (``bursty-ci``: four 10 s
-bursts of 2,000/s every 40 s), each under six policies of the same Deployment (Spark replicas):
+bursts of 2,000/s every 40 s), each under six policies of the same Deployment:
 
-* ``keda``: KEDA's kafka trigger as committed (``scaledobject[-ci]``; on spike, experiment 2's
-  run);
+* ``keda``: KEDA's kafka trigger as committed (``scaledobject[-ci]``);
 * ``keda-tuned``: the ScaledObject the findings recommend (``scaledobject-tuned[-ci]``:
   lagThreshold from experiment 8, scale-down window from experiment 5);
 * ``persistent-lag``: the README "KEDA Persistent Kafka Lag Scaler" as a ``type: external``
@@ -14,11 +13,20 @@ bursts of 2,000/s every 40 s), each under six policies of the same Deployment (S
   with a cooldown (``lag-per-slot[-ci]``);
 * ``pods-lag-hpa``: an HPA on the replicas' own reported lag as a Pods metric, the article
   "Kafka-Streams: a road to autoscaling via Kubernetes" (``hpa-pods-lag[-ci]``);
-* ``cpu-hpa``: a CPU HPA (``hpa-cpu[-ci]``). On spike this is experiment 1's run: the CPU HPA
-  never scales the I/O-bound replicas out, and the ~148k records it lets build would take
-  ~7 minutes at one replica, so at the spike's end a ``switch_policy`` action hands the group
-  to the committed ScaledObject, which drains it. Its drain and replica-seconds are that
+* ``cpu-hpa``: a CPU HPA (``hpa-cpu[-ci]``). On spike the CPU HPA never scales the I/O-bound
+  replicas out (experiment 1), and the ~148k records it lets build would take ~7 minutes at one
+  replica, so at the spike's end a ``switch_policy`` action hands the group to the committed
+  ScaledObject, which drains it (as experiment 1's run). Its drain and replica-seconds are that
   hand-over's, and its row says so (``handed_over``).
+
+The six runs of a profile run at the same time (:mod:`pytest_lagscale.experiment.concurrent`:
+one ``lagscale run`` process each, on the session's broker, each with its own topic, group,
+producer, Prometheus and autoscaler): the same seeded records at the same instants, on the same
+machine at the same moment, so no policy is measured on a quieter machine than another. Six
+groups of up to 8 replicas are more JVMs than the 2-core machine holds, so the replicas run
+Spark through one shared Spark Connect server (``--engine spark-connect``: each replica a thin
+client, every batch enriched by the server; recorded as ``experiment.policies.engine_reason``).
+Two batches, about 5 and 4 minutes, instead of twelve runs one after another.
 
 Per policy (``experiment.policies``): reaction time (spike: the run's; bursty: to the first
 burst), peak lag, drain time to the committed ScaledObject's lagThreshold (one yardstick for
@@ -30,16 +38,20 @@ on bursty). The seeds' claims (:mod:`pytest_lagscale.analyze.shootout`) are judg
 and printed with the measured ratio.
 
 Asserted, after recording: every policy's run completes and processed == produced (0 lost,
-0 duplicated) — what the harness guarantees — never which policy wins.
+0 duplicated) — what the harness guarantees — never which policy wins. The concurrent runs are
+not compared with ``--lagscale-baseline`` (no committed baseline yet); ``lagscale report`` over
+their directories (``<--lagscale-out>/*-exp9-<profile>/*/*/``) places them in section 9.
 
-Left out of CI's default session (marker ``by_hand``; ``pytest -m by_hand
-benchmarks/test_exp9_policies.py``): ten runs beyond those experiments 1, 2 and 5 share, about
-45 minutes on the 2-core machine, on top of a CI run of 76 minutes against a 90-minute limit.
+Marked ``by_hand`` for now (``pytest -m by_hand benchmarks/test_exp9_policies.py``): the two
+batches add about 10 minutes to a CI run of 76 minutes against its 90-minute limit; it joins
+CI's default session once the other experiments' ci profiles leave room.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
@@ -48,12 +60,12 @@ from pytest_lagscale.analyze.reaction import reaction_time
 from pytest_lagscale.analyze.shootout import COLUMNS, seed_claims
 from pytest_lagscale.analyze.tables import burst_window, spike_window
 from pytest_lagscale.config.bundled import resolve_profile
-from pytest_lagscale.load.profiles import ActionSpec, load_profile
+from pytest_lagscale.experiment.concurrent import run_concurrently
+from pytest_lagscale.experiment.finished import FinishedRun, read_finished_run
 from pytest_lagscale.options import DEFAULT_DRAIN_SLO_S
 
-# The keda and cpu-hpa spike runs are experiments 2's and 1's: one xdist_group, one run cache.
 pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(9), pytest.mark.integration,
-              pytest.mark.xdist_group("spike-run"), pytest.mark.by_hand]
+              pytest.mark.xdist_group("shootout"), pytest.mark.by_hand]
 
 PROFILES = ("spike", "bursty")
 #: Policy name -> manifest by scale.
@@ -66,23 +78,74 @@ POLICIES = {
     "pods-lag-hpa": {"ci": "hpa-pods-lag-ci", "full": "hpa-pods-lag"},
     "cpu-hpa": {"ci": "hpa-cpu-ci", "full": "hpa-cpu"},
 }
-REACTION_SLO_S = 90.0                          # the lab's reaction SLO (spike)
+REACTION_SLO_S = 90.0                              # the lab's reaction SLO (spike)
 BURSTY_DRAIN_SLO_S = {"ci": 30.0, "full": 120.0}   # experiment 5's bound after the last burst
+ENGINE = "spark-connect"
+ENGINE_REASON = ("six concurrent groups of up to 8 replicas are more Spark JVMs than the 2-core "
+                 "machine holds: every replica is a Spark Connect client of one shared server, "
+                 "so Spark still enriches every batch")
+#: Seconds one profile's six concurrent runs may take together.
+TIMEOUT_S = {"ci": 1200.0, "full": 3600.0}
 
 
-def run_policy(lagscale_run: Any, profile: str, policy: str, scale: str) -> Any:
-    """The session's run of ``policy`` on ``profile`` (shared with experiments 1, 2 and 5 where
-    they ran it: the same settings hit the run cache)."""
-    if profile == "spike" and policy == "keda":
-        return lagscale_run()
-    if profile == "spike" and policy == "cpu-hpa":
-        shape = load_profile(resolve_profile("spike", scale)).shape
-        switch_at_s = shape.spike_start_s + shape.spike_hold_s
-        return lagscale_run(policy=POLICIES["cpu-hpa"][scale], actions=(
-            ActionSpec(switch_at_s, "switch_policy", {"policy": POLICIES["keda"][scale]}),))
-    if profile == "spike":
-        return lagscale_run(policy=POLICIES[policy][scale])
-    return lagscale_run(profile, policy=POLICIES[policy][scale])
+def _handover_profile(scale: str, folder: Path) -> Path:
+    """The spike profile plus a ``switch_policy`` to the committed ScaledObject at the spike's
+    end (the CPU HPA's run; experiment 1 does the same with an action override)."""
+    import yaml
+
+    from pytest_lagscale.load.profiles import load_profile
+
+    source = resolve_profile("spike", scale)
+    doc = yaml.safe_load(Path(source).read_text())
+    shape = load_profile(source).shape
+    doc["name"] = f"{doc['name']}-cpu-handover"
+    doc["actions"] = [{"at_s": shape.spike_start_s + shape.spike_hold_s,
+                       "action": "switch_policy", "policy": POLICIES["keda"][scale]}]
+    path = folder / f"{doc['name']}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def run_options(profile: str, policy: str, scale: str, spark_remote: str,
+                folder: Path) -> list[str]:
+    """``lagscale run`` options of one policy's run in the shoot-out."""
+    source = (str(_handover_profile(scale, folder)) if (profile, policy) == ("spike", "cpu-hpa")
+              else str(resolve_profile(profile, scale)))
+    return ["--profile", source, "--policy", POLICIES[policy][scale], "--scale", scale,
+            "--engine", ENGINE, "--spark-remote", spark_remote]
+
+
+@pytest.fixture(scope="module")
+def shared_spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One Spark Connect server for every replica of the shoot-out."""
+    from pytest_lagscale.spark_connect import SparkConnectServer
+
+    with SparkConnectServer(tmp_path_factory.mktemp("shootout-spark-connect")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shootout(kafka_cluster: Any, shared_spark_connect: Any, lagscale_settings: Any) -> Any:
+    """``shootout(profile) -> {policy: FinishedRun}``: the six runs of a profile, run at once
+    the first time a test asks (cached for the module)."""
+    cache: dict[str, dict[str, FinishedRun]] = {}
+    scale = lagscale_settings.scale
+
+    def runs(profile: str) -> dict[str, FinishedRun]:
+        if profile not in cache:
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            folder = Path(lagscale_settings.out_dir) / f"{stamp}-exp9-{profile}"
+            folder.mkdir(parents=True, exist_ok=True)
+            extra = [opt for key, value in sorted(kafka_cluster.client_config.items())
+                     for opt in ("--kafka-config", f"{key}={value}")]
+            options = {name: run_options(profile, name, scale, shared_spark_connect.url,
+                                         folder) + extra for name in POLICIES}
+            done = run_concurrently(options, bootstrap=kafka_cluster.bootstrap_servers,
+                                    out_dir=folder, timeout_s=TIMEOUT_S[scale])
+            cache[profile] = {name: read_finished_run(done[name].run_dir) for name in POLICIES}
+        return cache[profile]
+
+    return runs
 
 
 def _yardstick(scale: str) -> int:
@@ -94,40 +157,40 @@ def _yardstick(scale: str) -> int:
     return int(build_policy(load_policy_manifest(path)).lag_threshold_records)
 
 
-def policy_figures(result: Any, profile: str, policy: str, scale: str,
+def policy_figures(run: FinishedRun, profile: str, policy: str, scale: str,
                    drain_slo_s: float) -> dict[str, Any]:
     """One row of the shoot-out: the :data:`~pytest_lagscale.analyze.shootout.COLUMNS` figures
     (seconds, records, counts, replica-seconds), the SLO verdicts and where the run lies."""
-    m, timeline, spec, events = result.metrics, result.timeline, result.spec, result.events
+    m, timeline, events = run.metrics, run.timeline, run.events
     if profile == "spike":
         start_s, end_s = spike_window(events)
-        reaction_s, slo_s = m["reaction_time_s"], drain_slo_s
+        reaction_s, slo_s = m.get("reaction_time_s"), drain_slo_s
     else:
         start_s, end_s = burst_window(events)
         reaction_s = reaction_time(events, start_s).total_s if start_s is not None else None
         slo_s = BURSTY_DRAIN_SLO_S[scale]
     yardstick = _yardstick(scale)
-    full = min(spec.max_replicas, spec.partitions)
+    full = min(int(run.run.get("max_replicas") or 1), int(run.inputs.get("partitions") or 1))
     drained = drain(timeline, end_s, yardstick, full).drain_time_s if end_s is not None else None
-    steps = list(result.measurements.steps)
-    rec = result.reconciliation
+    rec = run.run.get("reconciliation") or {}
     return {
-        "policy": policy, "manifest": result.inputs.policy,
-        "reaction_time_s": reaction_s, "peak_lag_records": m["peak_lag_records"],
-        "drain_time_s": drained, "scale_steps": len(steps),
-        "direction_reversals": m["direction_reversals"],
-        "rebalances": sum(s.rebalance_s is not None for s in steps),
-        "replica_seconds": m["replica_seconds"],
-        "replica_seconds_ratio": m["replica_seconds_ratio"],
-        "max_replicas": int(timeline["current_replicas"].max()),
+        "policy": policy, "manifest": run.inputs.get("policy"), "engine": run.inputs.get("engine"),
+        "reaction_time_s": reaction_s, "peak_lag_records": m.get("peak_lag_records"),
+        "drain_time_s": drained, "scale_steps": len(run.steps),
+        "direction_reversals": m.get("direction_reversals"),
+        "rebalances": sum(s.get("rebalance_s") is not None for s in run.steps),
+        "replica_seconds": m.get("replica_seconds"),
+        "replica_seconds_ratio": m.get("replica_seconds_ratio"),
+        "max_replicas": int(timeline["current_replicas"].max()) if len(timeline) else None,
+        "load_average_1m_max": (float(timeline["load_average_1m"].max())
+                                if "load_average_1m" in timeline and len(timeline) else None),
         "drain_yardstick_records": yardstick, "drain_slo_s": slo_s,
         "drain_slo_met": drained is not None and drained <= slo_s,
         "reaction_slo_met": (None if profile != "spike" else
                              reaction_s is not None and reaction_s < REACTION_SLO_S),
         "handed_over": profile == "spike" and policy == "cpu-hpa",
-        "lost_records": None if rec is None else rec.lost_total,
-        "duplicated_records": None if rec is None else rec.duplicated_total,
-        "run_dir": str(result.run_dir),
+        "lost_records": rec.get("lost_total"), "duplicated_records": rec.get("duplicated_total"),
+        "run_dir": str(run.run_dir),
     }
 
 
@@ -154,41 +217,32 @@ def table_lines(profile: str, rows: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("profile", PROFILES)
-def test_policy_completes_and_loses_nothing(request, lagscale_run, lagscale_settings, profile,
-                                            policy) -> None:
+def test_every_policy_completes_and_loses_nothing(request, shootout, lagscale_settings,
+                                                  profile) -> None:
     scale = lagscale_settings.scale
     slo_s = request.config.getoption("drain_slo_s") or DEFAULT_DRAIN_SLO_S[scale]
-    result = run_policy(lagscale_run, profile, policy, scale)
-    fig = policy_figures(result, profile, policy, scale, slo_s)
-    result.record("policies", {"profile": profile, "policy": policy, "row": fig})
-    print(f"\n{profile} x {policy}: " + ", ".join(f"{k} {_cell(fig[k])}" for k in COLUMNS)
-          + f"; run dir {result.run_dir}")
-    rec = result.reconciliation
-    ok = result.check("processed == produced (lost == duplicated == 0)",
-                      None if rec is None else rec.lost_total + rec.duplicated_total, 0,
-                      rec is not None and rec.lost_total == rec.duplicated_total == 0)
-    assert ok, f"{profile} x {policy}: {fig}; see {result.benchmark_path}"
-
-
-@pytest.mark.parametrize("profile", PROFILES)
-def test_shootout_table_and_the_seeds_claims(request, lagscale_run, lagscale_settings,
-                                              profile) -> None:
-    scale = lagscale_settings.scale
-    slo_s = request.config.getoption("drain_slo_s") or DEFAULT_DRAIN_SLO_S[scale]
-    runs = {name: run_policy(lagscale_run, profile, name, scale) for name in POLICIES}
+    runs = shootout(profile)
     rows = {name: policy_figures(run, profile, name, scale, slo_s) for name, run in runs.items()}
-    record: dict[str, Any] = {"profile": profile, "table": rows}
+    record: dict[str, Any] = {"profile": profile, "table": rows, "engine": ENGINE,
+                              "engine_reason": ENGINE_REASON, "concurrent": True}
+    claims = seed_claims({profile: rows})
     if profile == "bursty":
-        claims = seed_claims({"bursty": rows})
         record["claims"] = [claim.to_dict() for claim in claims]
     for name, run in runs.items():
         run.record("policies", {**record, "policy": name, "row": rows[name]})
+        run.mark_experiment(9)
     print("\n" + "\n".join(table_lines(profile, rows)))
-    for claim in seed_claims({"bursty": rows}) if profile == "bursty" else ():
+    for claim in claims if profile == "bursty" else ():
         print("claim: " + claim.sentence())
-    incomplete = {name: (fig["lost_records"], fig["duplicated_records"])
-                  for name, fig in rows.items()
-                  if fig["lost_records"] != 0 or fig["duplicated_records"] != 0}
-    assert not incomplete, f"{profile}: (lost, duplicated) by policy {incomplete}"
+    verdicts = {name: run.check("processed == produced (lost == duplicated == 0)",
+                                _sum(rows[name]), 0, _sum(rows[name]) == 0)
+                for name, run in runs.items()}
+    failed = {name: (rows[name]["lost_records"], rows[name]["duplicated_records"])
+              for name, ok in verdicts.items() if not ok}
+    assert not failed, f"{profile}: (lost, duplicated) by policy {failed}"
+
+
+def _sum(row: dict[str, Any]) -> int | None:
+    lost, dup = row.get("lost_records"), row.get("duplicated_records")
+    return None if lost is None or dup is None else int(lost) + int(dup)
