@@ -173,8 +173,6 @@ def plan_for(benchmark: dict[str, Any]) -> Any:
     policy = plan.build_policy()
     if policy.needs_cpu:
         reasons.append(f"policy {plan.policy_name!r} scales on CPU")
-    if getattr(policy, "pod_metric_name", None):
-        reasons.append(f"policy {plan.policy_name!r} scales on a Pods metric (the replicas' own lag)")
     if plan.actions or run.get("actions"):
         reasons.append("the run scheduled actions")
     if settings.static_membership:

@@ -86,8 +86,8 @@ def plan_of(settings_or_plan: Any) -> Any:
     """A :class:`~pytest_lagscale.experiment.plan.RunPlan` (settings are planned).
 
     Raises:
-        ConfigError: a bad input, or one the twin does not model (CPU and Pods-metric policies,
-            scheduled actions, static membership).
+        ConfigError: a bad input, or one the twin does not model (CPU policies, scheduled
+            actions, static membership).
     """
     from ..experiment.plan import RunPlan, plan_run
 
@@ -99,10 +99,6 @@ def plan_of(settings_or_plan: Any) -> Any:
         problems.append(f"--policy: {plan.policy_config.source!r} scales on CPU, which the twin "
                         "does not model yet; use a lag policy (a ScaledObject with a kafka "
                         "trigger)")
-    if getattr(policy, "pod_metric_name", None):
-        problems.append(f"--policy: {plan.policy_config.source!r} scales on the replicas' own lag "
-                        "(a Pods metric), which the twin does not model yet; use a lag policy (a "
-                        "ScaledObject with a kafka trigger)")
     if plan.actions:
         problems.append(f"--profile: {plan.profile.name!r} schedules actions "
                         f"({', '.join(a.action.label() for a in plan.actions)}), which the twin "
