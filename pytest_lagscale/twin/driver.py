@@ -7,8 +7,12 @@ ScalingPolicy`) makes its first decision at ``-(AUTOSCALE_LEAD_S + controller ph
 which starts its own poll/sync schedule; from then on, every tick, ``policy.due(now_s)`` and
 ``policy.decide(Observation, now_s)`` run exactly as in
 :class:`pytest_lagscale.platform.autoscaler.LocalAutoscaler` (same observation: ``spec.replicas``,
-offsets, pods that exist, ready pods; same events: each step under its name with
-``ready_replicas``, plus ``decision`` when the count changed, and the Deployment scaled).
+offsets, pods that exist, ready pods, for ``type: external`` triggers the answers of the run's
+own persistent-lag scaler (:mod:`.external`, its sampling on the twin's clock) and for a Pods
+metric the replicas' own lag as Prometheus serves it (:mod:`.pod_lag`); same events: each step
+under its name with ``ready_replicas``, plus ``decision`` when the count changed, and the
+Deployment scaled; ``pod_metrics`` and ``external_read_failed`` as the local autoscaler writes
+them).
 
 The producer's events (``load_start``, ``phase``, ``spike_start``, ``spike_end``, ``load_end``)
 are written at their scheduled times and the runner's ``run_phase`` marks at the twin's phases.
@@ -29,8 +33,11 @@ from typing import Any
 import pandas as pd
 
 from ..analyze.tables import TIMELINE_COLUMNS
-from ..control.observation import Observation
+from ..control.hpa import PodMetric
+from ..control.observation import ExternalMetric, Observation
 from ..load.schedule import Step
+from .external import TwinScalers
+from .pod_lag import PodLagMetric
 from .world import World
 
 #: Seconds before the load at which the Deployment starts (minReplicaCount replicas).
@@ -49,6 +56,8 @@ class DriveInputs:
         min_replicas: minReplicaCount (at least 1).
         reference_lag_threshold: records; the settle condition's lag.
         settle_timeout_s: most seconds to wait after the load for the run to settle.
+        scaler_metadata: the run's ``bootstrapServers``, ``consumerGroup`` and ``topic``, sent
+            to its own scaler in place of a ``type: external`` trigger's (:mod:`.external`).
     """
 
     schedule: tuple[Step, ...]
@@ -56,6 +65,7 @@ class DriveInputs:
     min_replicas: int
     reference_lag_threshold: int
     settle_timeout_s: float = 300.0
+    scaler_metadata: tuple[tuple[str, str], ...] = ()
 
 
 class _Timeline:
@@ -98,12 +108,26 @@ def _producer_events(world: World, inputs: DriveInputs) -> list[tuple[float, str
 
 
 class _Controller:
-    """The autoscaler's step, as :class:`~pytest_lagscale.platform.autoscaler.LocalAutoscaler`."""
+    """The autoscaler's step, as :class:`~pytest_lagscale.platform.autoscaler.LocalAutoscaler`:
+    offsets for a lag policy, the run's own scaler's answers for ``type: external`` triggers
+    (:mod:`.external`), the replicas' own lag for a Pods metric (:mod:`.pod_lag`)."""
 
-    def __init__(self, policy: Any, world: World):
+    def __init__(self, policy: Any, world: World, scaler_metadata: dict[str, str] | None = None):
         self.policy, self.world = policy, world
         self.desired = world.spec_replicas
         self.decisions = 0
+        self.external_calls = tuple(getattr(policy, "external_scalers", ()))
+        self.scalers = TwinScalers(world, scaler_metadata) if self.external_calls else None
+        self.pod_metric_name = getattr(policy, "pod_metric_name", None)
+        self.pod_lag = PodLagMetric(world) if self.pod_metric_name else None
+
+    def observe(self, k: int) -> None:
+        """What runs every tick besides the policy: the scaler's sampling, the replicas'
+        gauges and Prometheus's scrapes."""
+        if self.scalers is not None:
+            self.scalers.tick(k)
+        if self.pod_lag is not None:
+            self.pod_lag.tick(k)
 
     def step(self, now_s: float) -> None:
         w = self.world
@@ -112,7 +136,9 @@ class _Controller:
         live = w.live()
         observation = Observation(current_replicas=w.spec_replicas,
                                   offsets=w.offsets() if self.policy.needs_lag else None,
-                                  status_replicas=len(live), ready_replicas=w.ready_replicas)
+                                  status_replicas=len(live), ready_replicas=w.ready_replicas,
+                                  external=self._external(now_s),
+                                  pod_metrics=self._pod_metrics(now_s))
         decision = self.policy.decide(observation, now_s)
         for step in decision.steps:
             record = dataclasses.asdict(step)
@@ -127,6 +153,23 @@ class _Controller:
                               desired_replicas=step.replicas_after,
                               current_replicas=step.replicas_before)
                 w.scale(step.replicas_after, now_s)
+
+    def _external(self, now_s: float) -> dict[int, ExternalMetric] | None:
+        if self.scalers is None:
+            return None
+        readings = self.scalers.read(self.external_calls, now_s)
+        for index, reading in readings.items():
+            if reading.error is not None:
+                self.world.events.emit(now_s, "controller", "external_read_failed",
+                                       trigger_index=index, error=reading.error)
+        return readings
+
+    def _pod_metrics(self, now_s: float) -> tuple[PodMetric, ...] | None:
+        if self.pod_lag is None:
+            return None
+        self.world.events.emit(now_s, "controller", "pod_metrics", metric=self.pod_metric_name,
+                               values=self.pod_lag.values())
+        return self.pod_lag.read()
 
 
 def _settled(world: World, inputs: DriveInputs) -> bool:
@@ -159,8 +202,8 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     k_auto = -int(round((AUTOSCALE_LEAD_S + world.draw.controller_phase_s) / tick))
     end = inputs.schedule[-1].end_s
     k_end = int(math.ceil((end + inputs.settle_timeout_s) / tick))
-    marks, controller, timeline = _producer_events(world, inputs), _Controller(policy, world), \
-        _Timeline()
+    marks, controller, timeline = _producer_events(world, inputs), _Controller(
+        policy, world, dict(inputs.scaler_metadata)), _Timeline()
     ev.emit(k0 * tick, "runner", "run_phase", phase="deploy")
     world.scale(inputs.min_replicas, k0 * tick)
     controller.desired, settled = inputs.min_replicas, False
@@ -176,6 +219,7 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
             timeline.open(t, world, controller.desired)
         _marks_due(world, marks, t)
         world.tick(k)
+        controller.observe(k)
         if k >= k_auto:
             controller.step(t)
         if k >= 0:

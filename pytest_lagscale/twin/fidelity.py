@@ -33,7 +33,8 @@ from .facts import read_benchmark, run_settings
 from .run import HEADLINE
 
 #: The documented inputs the twin does not model (docs/twin.md, "What is not modelled").
-UNSUPPORTED = ("CPU-scaled policies", "scheduled actions (increase_partitions, kill_replica, "
+UNSUPPORTED = ("CPU-scaled policies", "external scalers other than the run's own "
+               "persistent-lag scaler", "scheduled actions (increase_partitions, kill_replica, "
                "rolling_restart, switch_policy)", "static membership", "SIGKILL scale-down",
                "an engine without a calibration")
 #: Event-level spans compared: name -> description.
@@ -173,8 +174,11 @@ def plan_for(benchmark: dict[str, Any]) -> Any:
     policy = plan.build_policy()
     if policy.needs_cpu:
         reasons.append(f"policy {plan.policy_name!r} scales on CPU")
-    if getattr(policy, "pod_metric_name", None):
-        reasons.append(f"policy {plan.policy_name!r} scales on a Pods metric (the replicas' own lag)")
+    for call in getattr(policy, "external_scalers", ()):
+        if not call.local:
+            reasons.append(f"policy {plan.policy_name!r} calls the external scaler "
+                           f"{call.scaler_address!r} (only the run's own persistent-lag scaler "
+                           "is modelled)")
     if plan.actions or run.get("actions"):
         reasons.append("the run scheduled actions")
     if settings.static_membership:

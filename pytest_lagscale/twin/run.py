@@ -86,8 +86,9 @@ def plan_of(settings_or_plan: Any) -> Any:
     """A :class:`~pytest_lagscale.experiment.plan.RunPlan` (settings are planned).
 
     Raises:
-        ConfigError: a bad input, or one the twin does not model (CPU and Pods-metric policies,
-            scheduled actions, static membership).
+        ConfigError: a bad input, or one the twin does not model (CPU policies, ``type:
+            external`` triggers other than the run's own persistent-lag scaler, scheduled
+            actions, static membership).
     """
     from ..experiment.plan import RunPlan, plan_run
 
@@ -99,10 +100,14 @@ def plan_of(settings_or_plan: Any) -> Any:
         problems.append(f"--policy: {plan.policy_config.source!r} scales on CPU, which the twin "
                         "does not model yet; use a lag policy (a ScaledObject with a kafka "
                         "trigger)")
-    if getattr(policy, "pod_metric_name", None):
-        problems.append(f"--policy: {plan.policy_config.source!r} scales on the replicas' own lag "
-                        "(a Pods metric), which the twin does not model yet; use a lag policy (a "
-                        "ScaledObject with a kafka trigger)")
+    for call in getattr(policy, "external_scalers", ()):
+        if not call.local:
+            problems.append(f"--policy: {plan.policy_config.source!r} "
+                            f"spec.triggers[{call.trigger_index}] calls the external scaler "
+                            f"{call.scaler_address!r}, which the twin does not model (it runs only "
+                            "the persistent-lag scaler a run serves itself); set scalerAddress: "
+                            "'lagscale://local' or name the address in the annotation "
+                            "lagscale.dev/local-scaler-address")
     if plan.actions:
         problems.append(f"--profile: {plan.profile.name!r} schedules actions "
                         f"({', '.join(a.action.label() for a in plan.actions)}), which the twin "
@@ -112,6 +117,14 @@ def plan_of(settings_or_plan: Any) -> Any:
     if problems:
         raise ConfigError(problems)
     return plan
+
+
+def scaler_metadata(plan: Any) -> tuple[tuple[str, str], ...]:
+    """What the run sends its own scaler in place of the manifest's ``bootstrapServers``,
+    ``consumerGroup`` and ``topic`` (``experiment/runner.py``: the run's topic and group; the
+    twin's cluster is named ``twin``)."""
+    return (("bootstrapServers", "twin"), ("consumerGroup", plan.deployment.replica.group),
+            ("topic", plan.profile.topic))
 
 
 def run_spec(plan: Any, prod: Production) -> RunSpec:
@@ -165,7 +178,8 @@ def simulate(settings_or_plan: Any, params: TwinParams | None = None, seed: int 
     inputs = DriveInputs(schedule=tuple(plan.profile.schedule()), spike=plan.spike,
                          min_replicas=plan.min_replicas,
                          reference_lag_threshold=plan.reference_lag_threshold,
-                         settle_timeout_s=plan.settings.settle_timeout_s)
+                         settle_timeout_s=plan.settings.settle_timeout_s,
+                         scaler_metadata=scaler_metadata(plan))
     timeline, settled = drive(world, policy, inputs)
     events = events_from_records(sink.records, origin_s=0.0)
     spec = run_spec(plan, prod)
@@ -307,4 +321,4 @@ def _twin_section(draws: TwinDraws, params: TwinParams) -> dict[str, Any]:
 
 
 __all__ = ["HEADLINE", "TICK_S", "TwinDraws", "TwinRun", "distribution", "params_for",
-           "plan_of", "run_spec", "simulate", "simulate_draws", "write_run_dir"]
+           "plan_of", "run_spec", "scaler_metadata", "simulate", "simulate_draws", "write_run_dir"]

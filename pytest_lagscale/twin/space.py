@@ -11,7 +11,8 @@ fields a user tunes, as written in the manifest:
 key                                         manifest field
 ==========================================  ================================================
 ``lagThreshold``                            ``spec.triggers[*].metadata.lagThreshold`` (every
-                                            kafka trigger; a string, as KEDA wants it)
+                                            kafka trigger and every external trigger that has
+                                            one; a string, as KEDA wants it)
 ``pollingInterval``, ``cooldownPeriod``,    ``spec.<key>``
 ``minReplicaCount``, ``maxReplicaCount``
 ``scaleUp.stabilizationWindowSeconds``,     ``spec.advanced.horizontalPodAutoscalerConfig.``
@@ -200,7 +201,7 @@ def apply_point(doc: Mapping[str, Any], point: Mapping[str, int]) -> dict[str, A
     """A deep copy of the manifest ``doc`` with the point's fields set (the rest unchanged).
 
     Raises:
-        ConfigError: the manifest has no kafka trigger for ``lagThreshold``, or a policy index
+        ConfigError: the manifest has no trigger for ``lagThreshold``, or a policy index
             past the end of the direction's ``policies`` (after the API defaults).
     """
     out = copy.deepcopy(dict(doc))
@@ -219,11 +220,17 @@ def apply_point(doc: Mapping[str, Any], point: Mapping[str, int]) -> dict[str, A
 
 
 def _set_lag_threshold(spec: dict[str, Any], value: int) -> None:
+    """Every kafka trigger's ``lagThreshold``, and every external trigger's that has one (the
+    persistent-lag scaler's, as ``--lag-threshold`` sets it: ``ExternalTrigger.
+    with_lag_threshold``)."""
     triggers = [t for t in spec.get("triggers") or () if isinstance(t, dict)
-                and t.get("type") == "kafka"]
+                and (t.get("type") == "kafka" or (t.get("type") == "external"
+                                                  and isinstance(t.get("metadata"), dict)
+                                                  and "lagThreshold" in t["metadata"]))]
     if not triggers:
         raise ConfigError("'lagThreshold': the manifest has no kafka trigger, expected "
-                          "spec.triggers with type kafka; drop lagThreshold from --space")
+                          "spec.triggers with type kafka (or type external with a "
+                          "lagThreshold); drop lagThreshold from --space")
     for trigger in triggers:
         trigger.setdefault("metadata", {})["lagThreshold"] = str(value)
 

@@ -106,6 +106,15 @@ class Draw:
     controller_phase_s: float
     rng: np.random.Generator
 
+    def stream(self, key: int) -> np.random.Generator:
+        """An independent generator for one optional part of the model (``key`` >= 1: the Pods
+        metric's scrape phases, the external scaler's sampling phase), derived from ``rng``'s
+        seed without drawing from it, so a part that a policy uses leaves every other draw of
+        the run (cold starts, probes) as it is."""
+        seq = self.rng.bit_generator.seed_seq
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+            seq.entropy, spawn_key=(*seq.spawn_key, 1_000 + key))))
+
 
 class World:
     """The simulated partitions, replicas and Deployment of one run.

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner
 
 from pytest_lagscale.cli import app
+from pytest_lagscale.config.bundled import manifest_path
 
 
 def _simulate(*args: str | Path):
@@ -57,11 +59,32 @@ def test_a_cpu_policy_is_refused_with_exit_2(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_pods_metric_policy_is_refused_with_exit_2(tmp_path: Path) -> None:
-    result = _simulate("--profile", "spike-ci", "--policy", "hpa-pods-lag-ci", "--out", tmp_path)
+def test_an_external_scaler_the_run_does_not_serve_is_refused_with_exit_2(
+        tmp_path: Path) -> None:
+    doc = yaml.safe_load(manifest_path("scaledobject-persistent-lag-ci").read_text())
+    del doc["metadata"]["annotations"]["lagscale.dev/local-scaler-address"]
+    policy = tmp_path / "scaledobject-remote-scaler.yaml"
+    policy.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "runs"
+    result = _simulate("--profile", "spike-ci", "--policy", policy, "--out", out)
     assert result.exit_code == 2
-    assert "error: --policy: " in result.output and "(a Pods metric), which the twin" in result.output
-    assert list(tmp_path.iterdir()) == []
+    assert (f"error: --policy: {str(policy)!r} spec.triggers[0] calls the external scaler "
+            "'lagscale-persistent-lag-scaler.default.svc.cluster.local:6000', which the twin does "
+            "not model (it runs only the persistent-lag scaler a run serves itself); set "
+            "scalerAddress: 'lagscale://local' or name the address in the annotation "
+            "lagscale.dev/local-scaler-address") in result.output
+    assert not out.exists()
+
+
+def test_a_pods_metric_policy_runs(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    result = _simulate("--profile", "spike-ci", "--policy", "hpa-pods-lag-ci", "--draws", "1",
+                       "--out", out)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = out.iterdir()
+    doc = json.loads((run_dir / "benchmark.json").read_text())
+    assert doc["inputs"]["policy"] == "hpa-pods-lag-ci"
+    assert doc["metrics"]["lost_records"]["value"] == 0.0
 
 
 def test_scale_full_picks_the_labs_profile_and_policy(tmp_path: Path) -> None:

@@ -110,6 +110,25 @@ def test_unsupported_inputs_are_named(tmp_path: Path) -> None:
         plan_for(bench)
 
 
+def test_an_external_scaler_the_run_did_not_serve_is_unsupported(tmp_path: Path) -> None:
+    import yaml
+
+    from pytest_lagscale.config.bundled import manifest_path
+
+    doc = yaml.safe_load(manifest_path("scaledobject-persistent-lag-ci").read_text())
+    del doc["metadata"]["annotations"]["lagscale.dev/local-scaler-address"]
+    remote = tmp_path / "scaledobject-remote.yaml"
+    remote.write_text(yaml.safe_dump(doc))
+    bench = json.loads(_golden("spike-ci").read_text())
+    bench["inputs"]["policy"] = str(remote)
+    with pytest.raises(Unsupported, match="calls the external scaler 'lagscale-persistent-lag-"
+                                          "scaler.default.svc.cluster.local:6000' \\(only the "
+                                          "run's own persistent-lag scaler is modelled\\)"):
+        plan_for(bench)
+    bench["inputs"]["policy"] = "scaledobject-persistent-lag-ci"
+    assert plan_for(bench).policy_name == "scaledobject-persistent-lag-ci"
+
+
 def test_bad_runs_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="benchmark.json"):
         predict_run(tmp_path, draws=1)

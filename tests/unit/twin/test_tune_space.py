@@ -157,4 +157,11 @@ def test_lag_threshold_needs_a_kafka_trigger(doc) -> None:
                                 "metadata": {"value": "50"}}]
     assert point_problems(doc, {"lagThreshold": 100}, SOURCE) == [
         "'lagThreshold': the manifest has no kafka trigger, expected spec.triggers with type "
-        "kafka; drop lagThreshold from --space"]
+        "kafka (or type external with a lagThreshold); drop lagThreshold from --space"]
+
+
+def test_lag_threshold_sets_the_persistent_lag_scalers_too() -> None:
+    source = str(resolve_manifest("scaledobject-persistent-lag-ci", "--policy"))
+    out = apply_point(load_yaml(source), {"lagThreshold": 890})
+    assert out["spec"]["triggers"][0]["metadata"]["lagThreshold"] == "890"
+    assert point_problems(load_yaml(source), {"lagThreshold": 890}, source) == []
