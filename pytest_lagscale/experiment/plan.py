@@ -188,7 +188,7 @@ def _check_local_scaler_metadata(policy: Any, source: str) -> None:
         ConfigError: every problem, naming the manifest and the trigger.
     """
     from ..scalers.persistent_lag.metadata import parse_metadata
-    from ..sources import LAG_SOURCES
+    from ..sources import PARTITION_LAG_SOURCES
 
     lines: list[str] = []
     for call in getattr(policy, "external_scalers", ()):
@@ -196,7 +196,7 @@ def _check_local_scaler_metadata(policy: Any, source: str) -> None:
             continue
         run_keys = {"bootstrapServers": "run", "consumerGroup": "run", "topic": "run"}
         try:
-            parse_metadata({**call.metadata, **run_keys}, lag_sources=tuple(LAG_SOURCES),
+            parse_metadata({**call.metadata, **run_keys}, lag_sources=PARTITION_LAG_SOURCES,
                            source=f"{source} spec.triggers[{call.trigger_index}].metadata")
         except ConfigError as exc:
             lines.extend(exc.problems)

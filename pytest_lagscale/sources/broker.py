@@ -7,9 +7,12 @@ specs/keda-hpa-semantics.md §1.2-§1.3
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .base import GroupOffsets
+from ..config._problems import Problems
+from ._options import check_keys
+from .base import GroupOffsets, TotalLag, UtcNow, offsets_total_records, utc_now
 
 if TYPE_CHECKING:
     from ..kafka.admin import KafkaAdmin
@@ -22,17 +25,35 @@ class BrokerLagSource:
         admin: the admin connection.
         group: consumer group (``enrich``).
         topic: topic (``events``).
+        clock: the wall clock readings are dated with (default: UTC now).
 
     Example:
         >>> source = BrokerLagSource(KafkaAdmin("127.0.0.1:9092"), "enrich", "events")  # doctest: +SKIP
         >>> source.read()  # doctest: +SKIP
         {0: (1200, 1250), 1: (-1, 40)}
+        >>> source.total_lag().lag_records  # doctest: +SKIP
+        90.0
     """
 
     name = "broker"
+    per_partition: ClassVar[bool] = True
 
-    def __init__(self, admin: KafkaAdmin, group: str, topic: str):
+    def __init__(self, admin: KafkaAdmin, group: str, topic: str, *, clock: UtcNow = utc_now):
         self.admin, self.group, self.topic = admin, group, topic
+        self.clock = clock
+
+    @classmethod
+    def from_options(cls, admin: Any, group: str, topic: str,
+                     options: Mapping[str, Any] | None = None) -> BrokerLagSource:
+        """The registry's factory: the broker source takes no options.
+
+        Raises:
+            ConfigError: any option given.
+        """
+        p = Problems("broker lag source options")
+        check_keys(options or {}, (), p)
+        p.raise_if_any()
+        return cls(admin, group, topic)
 
     def read(self) -> GroupOffsets:
         """One snapshot ``{partition: (committed, log_end)}`` (committed offsets read first).
@@ -41,3 +62,13 @@ class BrokerLagSource:
             BrokerError: the broker rejected a request or did not answer in time.
         """
         return self.admin.group_offsets(self.group, self.topic)
+
+    def total_lag(self) -> TotalLag:
+        """The sum of the partitions' lag of one :meth:`read`, dated at the read (0 s old).
+
+        Raises:
+            BrokerError: as :meth:`read`.
+        """
+        offsets = self.read()
+        now = self.clock()
+        return TotalLag(float(offsets_total_records(offsets)), now, now, self.name)

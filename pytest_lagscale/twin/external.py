@@ -124,10 +124,10 @@ class TwinScalers:
                               _keda_number(value, round(value)), assessment.active)
 
     def _settings(self, call: ExternalScalerCall) -> PersistentLagSettings:
-        from ..sources import LAG_SOURCES
+        from ..sources import PARTITION_LAG_SOURCES
 
         metadata = {**call.metadata, **self.run_metadata}
-        return parse_metadata(metadata, lag_sources=tuple(LAG_SOURCES),
+        return parse_metadata(metadata, lag_sources=PARTITION_LAG_SOURCES,
                               source=f"ScaledObject {call.namespace}/{call.name} scalerMetadata")
 
     def _sample(self, window: PersistentLagWindow, t: float) -> None:

@@ -19,7 +19,7 @@ sustainSeconds    120      seconds lag must stay above lagThreshold before a sca
 samplingInterval  10       seconds between lag samples (decimals allowed, >= 0.1)
 windowSize        30       samples kept (must span sustainSeconds)
 scaleUpStabilization 0     seconds after a reported rise before the next rise is reported
-lagSource         broker   where lag is read (a key of ``pytest_lagscale.sources.LAG_SOURCES``)
+lagSource         broker   where lag is read (one of ``pytest_lagscale.sources.PARTITION_LAG_SOURCES``)
 ================= ======== ============================================================
 
 ``scaleDownStabilization`` (in the README this scaler comes from) is refused: the HPA's

@@ -56,7 +56,7 @@ class PersistentLagServicer(pb2_grpc.ExternalScalerServicer):
 
     Args:
         source_factory: ``factory(settings) -> LagSource`` (default: the settings' lag source
-            of :data:`pytest_lagscale.sources.LAG_SOURCES` on ``bootstrapServers``).
+            of :data:`pytest_lagscale.sources.PARTITION_LAG_SOURCES` on ``bootstrapServers``).
         clock: the samplers' time source (monotonic seconds).
         idle_timeout_s: seconds without calls before a window's sampler stops.
         first_read_timeout_s: seconds a call waits for a new window's first read.
@@ -130,11 +130,11 @@ class PersistentLagServicer(pb2_grpc.ExternalScalerServicer):
                     for (ns, name, st), s in self._samplers.items()}
 
     def _settings(self, ref: Any, context: grpc.ServicerContext) -> PersistentLagSettings:
-        from ...sources import LAG_SOURCES
+        from ...sources import PARTITION_LAG_SOURCES
 
         source = f"ScaledObject {ref.namespace or '-'}/{ref.name or '-'} scalerMetadata"
         try:
-            return parse_metadata(dict(ref.scalerMetadata), source=source, lag_sources=tuple(LAG_SOURCES))
+            return parse_metadata(dict(ref.scalerMetadata), source=source, lag_sources=PARTITION_LAG_SOURCES)
         except ConfigError as exc:
             log.warning("rejected: %s", "; ".join(exc.problems))
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "\n".join(exc.problems))
