@@ -5,7 +5,10 @@
 * :class:`ExternalTrigger` (:mod:`.external`): a gRPC external scaler's metric (``type: external``);
 * :class:`Fallback` (:mod:`.fallback`): failure counting and the stand-in metric;
 * :class:`ActivationLoop` (:mod:`.activation`): 0 <-> N, cooldownPeriod, idleReplicaCount;
-* :data:`TRIGGERS` (:mod:`.registry`): ``type:`` -> trigger class (parses its metadata, builds itself).
+* :data:`TRIGGERS` (:mod:`.registry`): ``type:`` -> trigger class (parses its metadata, builds itself);
+* :mod:`.prometheus`, :mod:`.aws_cloudwatch`, :mod:`.metrics_api` (on :mod:`.value_trigger` and
+  :mod:`.typed_metadata`): KEDA's value-reading triggers, metadata and reading -> metric, activity,
+  proposal; not in :data:`TRIGGERS` until the runner reads their sources (docs/lag-sources.md).
 
 Example:
     >>> from pytest_lagscale.control import keda

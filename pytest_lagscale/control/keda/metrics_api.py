@@ -1,0 +1,241 @@
+"""KEDA's ``metrics-api`` trigger: metadata with KEDA's rules, and a JSON answer -> metric,
+activity, proposal (pure).
+
+The scaler GETs ``url`` and reads one number at ``valueLocation`` (a GJSON path for ``json``):
+the recipe's "job's own health summary" is such an endpoint. Metadata (strings):
+
+================================= ======== ====================================================
+key                               default  meaning
+================================= ======== ====================================================
+url                               required the endpoint (GET)
+valueLocation                     required where the number is (``lag.total``, ``data.0.value``)
+targetValue                       required the target (float, not 0: "no targetValue given")
+activationTargetValue             0        the value must exceed it to be active
+format                            json     json, prometheus, xml or yaml
+aggregateFromKubeServiceEndpoints false    ask every endpoint of a Service (refused here: no
+                                           Kubernetes endpoints locally)
+aggregationType                   average  average, sum, max or min (with the above)
+unsafeSsl, timeout                -        TLS verification, HTTP timeout
+authMode + apiKey/method/keyParamName -    apiKey (inline or authenticationRef), basic, bearer,
+                                           tls, custom, oauth (an authenticationRef)
+================================= ======== ====================================================
+
+The metric is ``s<i>-metric-api-<valueLocation>`` (``/ . : % ( )`` as ``-``).
+
+Not yet registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS` (docs/lag-sources.md,
+"Wiring").
+
+Source: kedacore/keda pkg/scalers/metrics_api_scaler.go (metricsAPIScalerMetadata,
+parseMetricsAPIMetadata, getValueFromJSONResponse, GetMetricSpecForScaling,
+GetMetricsAndActivity) v2.20.2; tidwall/gjson path syntax (keys, array indexes, ``\\.`` escapes)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pytest_lagscale.config._problems import MISSING, Problems, join
+from pytest_lagscale.control.keda import typed_metadata as tm
+from pytest_lagscale.control.keda.base import TriggerError, TriggerResult
+from pytest_lagscale.control.keda.value_trigger import ValueTrigger, check_target
+
+if TYPE_CHECKING:
+    from pytest_lagscale.config.triggers import TriggerConfig
+
+KNOWN_KEYS = ("url", "valueLocation", "targetValue", "activationTargetValue", "format",
+              "aggregateFromKubeServiceEndpoints", "aggregationType", "unsafeSsl", "timeout", *tm.AUTH_METADATA_KEYS)
+FORMATS = ("json", "prometheus", "xml", "yaml")
+AGGREGATION_TYPES = ("average", "sum", "max", "min")
+#: Kubernetes quantity suffixes -> multipliers (a string value is parsed as a quantity).
+_SUFFIX = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+           "E": 1e18, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)")
+_GJSON_SPECIAL = re.compile(r"[*?#@|!=<>%]")
+
+
+@dataclass(frozen=True)
+class MetricsApiTriggerMetadata:
+    """Validated ``metrics-api`` trigger metadata with KEDA's defaults.
+
+    Attributes:
+        url: the endpoint.
+        value_location: the GJSON path (json) or selector (prometheus) of the number.
+        target_value: the metric target (not 0).
+        activation_target_value: the value must exceed it to be active.
+        format: json, prometheus, xml or yaml.
+        aggregation_type: average, sum, max or min.
+        unsafe_ssl: skip TLS verification.
+        timeout_s: HTTP timeout in seconds, None = KEDA's global one.
+        auth_modes: the ``authMode`` named.
+    """
+
+    url: str
+    value_location: str
+    target_value: float
+    activation_target_value: float = 0.0
+    format: str = "json"
+    aggregation_type: str = "average"
+    unsafe_ssl: bool = False
+    timeout_s: float | None = None
+    auth_modes: tuple[str, ...] = ()
+
+
+def parse_metrics_api_metadata(metadata: Any, *, path: str = "", source: str = "trigger metadata",
+                               has_authentication_ref: bool = False) -> MetricsApiTriggerMetadata:
+    """Parse ``metadata`` with KEDA's rules.
+
+    Raises:
+        ConfigError: every invalid field, one line each.
+    """
+    p = Problems(source)
+    meta = collect_metrics_api_metadata(metadata, path, p, has_authentication_ref)
+    p.raise_if_any()
+    assert meta is not None
+    return meta
+
+
+def collect_metrics_api_metadata(metadata: Any, path: str, p: Problems,
+                                 has_authentication_ref: bool = False) -> MetricsApiTriggerMetadata | None:
+    """Like :func:`parse_metrics_api_metadata`, recording problems in ``p``; None when invalid."""
+    before = len(p.lines)
+    raw = tm.strings(metadata, path, p, KNOWN_KEYS)
+    if raw is None:
+        return None
+    fields: dict[str, Any] = {
+        "url": tm.required(raw, "url", path, p, "the metrics endpoint's URL", "http://consumer-health:8080/health"),
+        "value_location": tm.required(raw, "valueLocation", path, p, "where the number is in the answer",
+                                      "lag.total"),
+    }
+    before_target = len(p.lines)
+    fields["target_value"] = tm.float64(raw, "targetValue", path, p, default=0.0)
+    if len(p.lines) == before_target and fields["target_value"] == 0:
+        p.add(join(path, "targetValue"), raw.get("targetValue", MISSING), "a number other than 0 (KEDA: 'no "
+              "targetValue given in metadata')", "add targetValue: '10'")
+    elif len(p.lines) == before_target:
+        check_target(fields["target_value"], "targetValue", path, p)
+    fields.update({
+        "activation_target_value": tm.float64(raw, "activationTargetValue", path, p, default=0.0),
+        "format": tm.enum(raw, "format", path, p, FORMATS, "json"),
+        "aggregation_type": tm.enum(raw, "aggregationType", path, p, AGGREGATION_TYPES, "average"),
+        "unsafe_ssl": tm.boolean(raw, "unsafeSsl", path, p),
+        "timeout_s": tm.duration_s(raw, "timeout", path, p),
+        "auth_modes": tm.auth_modes(raw, path, p, has_authentication_ref),
+    })
+    if tm.boolean(raw, "aggregateFromKubeServiceEndpoints", path, p):
+        p.add(join(path, "aggregateFromKubeServiceEndpoints"), raw["aggregateFromKubeServiceEndpoints"],
+              "false (lagscale has no Kubernetes Service endpoints to ask)",
+              "remove it and point url at the one endpoint to read")
+    if len(p.lines) != before:
+        return None
+    return MetricsApiTriggerMetadata(**fields)
+
+
+def gjson_get(document: Any, path: str) -> Any:
+    """The value at GJSON ``path`` (dot-separated keys, array indexes as numbers, ``\\.`` for a
+    literal dot), or None when absent.
+
+    Raises:
+        ValueError: the path uses GJSON syntax beyond that (wildcards, queries, modifiers).
+    """
+    if _GJSON_SPECIAL.search(path.replace("\\.", "")):
+        raise ValueError(f"valueLocation {path!r} uses GJSON wildcards, queries or modifiers, which lagscale does "
+                         "not read; use plain keys and indexes such as 'data.0.value'")
+    node = document
+    for part in re.split(r"(?<!\\)\.", path):
+        key = part.replace("\\.", ".")
+        if isinstance(node, list) and key.isdigit():
+            node = node[int(key)] if int(key) < len(node) else None
+        elif isinstance(node, Mapping):
+            node = node.get(key)
+        else:
+            return None
+        if node is None:
+            return None
+    return node
+
+
+def parse_quantity(text: str) -> float:
+    """A Kubernetes quantity (``1500``, ``1.5k``, ``250m``, ``2Gi``) as a float.
+
+    Raises:
+        ValueError: it is not one.
+    """
+    found = _QUANTITY.fullmatch(text.strip())
+    if not found:
+        raise ValueError(text)
+    return float(found[1]) * _SUFFIX[found[2]]
+
+
+def value_from_json(body: bytes | str, value_location: str) -> float:
+    """The number KEDA reads at ``value_location`` in a JSON answer: a JSON number, or a string
+    holding a Kubernetes quantity.
+
+    Raises:
+        TriggerError: the body is not JSON, or the location holds something else (KEDA's messages).
+
+    Source: kedacore/keda pkg/scalers/metrics_api_scaler.go getValueFromJSONResponse v2.20.2
+    """
+    try:
+        document = json.loads(body)
+        found = gjson_get(document, value_location)
+    except ValueError as exc:
+        raise TriggerError(f"metrics-api: {exc}") from exc
+    if isinstance(found, str):
+        try:
+            return parse_quantity(found)
+        except ValueError:
+            raise TriggerError(f"valueLocation {value_location!r} points to a string that is not parseable as a "
+                               "Quantity") from None
+    if isinstance(found, bool) or not isinstance(found, (int, float)):
+        kind = ("Null" if found is None else "True" if found is True else "False" if found is False else "JSON")
+        raise TriggerError(f"valueLocation {value_location!r} must point to a numeric value or a string parseable as "
+                           f"a Quantity, got {kind}")
+    return float(found)
+
+
+class MetricsApiTrigger(ValueTrigger):
+    """A ``type: metrics-api`` trigger.
+
+    Args:
+        meta: the validated metadata.
+        trigger_index: position in ``spec.triggers``.
+        metric_type: ``AverageValue`` (default) or ``Value``.
+    """
+
+    metric_types: ClassVar[tuple[str, ...]] = ("AverageValue", "Value")
+
+    def __init__(self, meta: MetricsApiTriggerMetadata, *, trigger_index: int = 0, metric_type: str = "AverageValue"):
+        super().__init__(f"metric-api-{meta.value_location}", meta.target_value, meta.activation_target_value,
+                         trigger_index=trigger_index, metric_type=metric_type)
+        self.meta = meta
+
+    @classmethod
+    def collect_metadata(cls, metadata: Any, path: str, p: Problems, *,
+                         has_authentication_ref: bool = False) -> MetricsApiTriggerMetadata | None:
+        """Validate ``metadata`` with KEDA's rules into ``p``."""
+        return collect_metrics_api_metadata(metadata, path, p, has_authentication_ref)
+
+    @classmethod
+    def from_config(cls, config: TriggerConfig) -> MetricsApiTrigger:
+        """Build from a validated ``spec.triggers[i]``."""
+        return cls(config.settings, trigger_index=config.index, metric_type=config.metric_type)
+
+    @classmethod
+    def with_lag_threshold(cls, settings: MetricsApiTriggerMetadata, lag_threshold: int) -> MetricsApiTriggerMetadata:
+        """``settings`` with ``targetValue`` = ``lag_threshold`` (the value is lag in records)."""
+        return replace(settings, target_value=float(lag_threshold))
+
+    def evaluate_response(self, body: bytes | str) -> TriggerResult:
+        """The metric and activity for one ``json`` answer (:func:`value_from_json`).
+
+        Raises:
+            TriggerError: the format is not json, or as :func:`value_from_json`.
+        """
+        if self.meta.format != "json":
+            raise TriggerError(f"metrics-api: format {self.meta.format!r} is parsed but not read by lagscale yet; "
+                               "use format: json")
+        return self.result(value_from_json(body, self.meta.value_location))

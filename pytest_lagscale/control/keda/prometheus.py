@@ -1,0 +1,212 @@
+"""KEDA's ``prometheus`` trigger: metadata with KEDA's rules, and a query answer -> metric, activity,
+proposal (pure).
+
+Metadata (``spec.triggers[i].metadata``, strings):
+
+===================== ======== ==================================================================
+key                   default  meaning
+===================== ======== ==================================================================
+serverAddress         required Prometheus base URL
+query                 required the PromQL expression (must answer one series)
+threshold             required the target per replica (AverageValue) or in total (Value), a float
+activationThreshold   0        the value must exceed it to be active
+ignoreNullValues      true     an empty answer or NaN/Inf is 0 (false: an error)
+queryParameters       -        extra URL parameters ``k=v,k2=v2``
+namespace             -        the ``namespace`` URL parameter (Thanos)
+customHeaders         -        request headers ``k=v,...`` (values never shown)
+unsafeSsl, timeout    -        TLS verification, HTTP timeout (Go duration or ms)
+awsRegion, identityOwner -     for Amazon Managed Prometheus (SigV4)
+authModes + auth keys -        bearer/basic/tls/custom/oauth/apiKey; credentials from an
+                               authenticationRef
+===================== ======== ==================================================================
+
+The metric is ``s<i>-prometheus``; its value is the query's one number (a milli-quantity);
+active when it exceeds ``activationThreshold``.
+
+Not yet registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS`: the runner has no
+reading for it yet (docs/lag-sources.md, "Wiring").
+
+Source: kedacore/keda pkg/scalers/prometheus_scaler.go (prometheusMetadata, parsePrometheusMetadata,
+ExecutePromQuery, GetMetricsAndActivity, GetMetricSpecForScaling) v2.20.2
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pytest_lagscale.config._problems import Problems, join
+from pytest_lagscale.control.keda import typed_metadata as tm
+from pytest_lagscale.control.keda.base import TriggerError, TriggerResult
+from pytest_lagscale.control.keda.value_trigger import ValueTrigger, check_target
+
+if TYPE_CHECKING:
+    from pytest_lagscale.config.triggers import TriggerConfig
+
+KNOWN_KEYS = ("serverAddress", "query", "queryParameters", "threshold", "activationThreshold", "namespace",
+              "customHeaders", "ignoreNullValues", "unsafeSsl", "awsRegion", "timeout", "identityOwner",
+              *tm.AUTH_METADATA_KEYS)
+
+
+@dataclass(frozen=True)
+class PrometheusTriggerMetadata:
+    """Validated ``prometheus`` trigger metadata with KEDA's defaults.
+
+    Attributes:
+        server_address: Prometheus base URL.
+        query: the PromQL expression.
+        threshold: the metric target (float).
+        activation_threshold: the value must exceed it to be active.
+        ignore_null_values: an empty answer or NaN/Inf reads as 0.
+        query_parameters: extra URL parameters.
+        namespace: the ``namespace`` URL parameter, None when unset.
+        custom_headers: request headers (not in the repr: they may carry credentials).
+        unsafe_ssl: skip TLS verification.
+        timeout_s: HTTP timeout in seconds, None = KEDA's global one.
+        auth_modes: the ``authModes`` named.
+    """
+
+    server_address: str
+    query: str
+    threshold: float
+    activation_threshold: float = 0.0
+    ignore_null_values: bool = True
+    query_parameters: Mapping[str, str] = field(default_factory=dict)
+    namespace: str | None = None
+    custom_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    unsafe_ssl: bool = False
+    timeout_s: float | None = None
+    auth_modes: tuple[str, ...] = ()
+
+
+def parse_prometheus_metadata(metadata: Any, *, path: str = "", source: str = "trigger metadata",
+                              has_authentication_ref: bool = False) -> PrometheusTriggerMetadata:
+    """Parse ``metadata`` with KEDA's rules.
+
+    Raises:
+        ConfigError: every invalid field, one line each.
+    """
+    p = Problems(source)
+    meta = collect_prometheus_metadata(metadata, path, p, has_authentication_ref)
+    p.raise_if_any()
+    assert meta is not None
+    return meta
+
+
+def collect_prometheus_metadata(metadata: Any, path: str, p: Problems,
+                                has_authentication_ref: bool = False) -> PrometheusTriggerMetadata | None:
+    """Like :func:`parse_prometheus_metadata`, recording problems in ``p``; None when invalid."""
+    before = len(p.lines)
+    raw = tm.strings(metadata, path, p, KNOWN_KEYS)
+    if raw is None:
+        return None
+    fields: dict[str, Any] = {
+        "server_address": tm.required(raw, "serverAddress", path, p, "the Prometheus base URL",
+                                      "http://prometheus.monitoring:9090"),
+        "query": tm.required(raw, "query", path, p, "a PromQL expression answering one series",
+                             'sum(kafka_consumergroup_lag{consumergroup="enrich",topic="events"})'),
+        "threshold": tm.float64(raw, "threshold", path, p, is_required=True),
+        "activation_threshold": tm.float64(raw, "activationThreshold", path, p, default=0.0),
+        "ignore_null_values": tm.boolean(raw, "ignoreNullValues", path, p, default=True),
+        "query_parameters": tm.string_map(raw, "queryParameters", path, p),
+        "namespace": raw.get("namespace"),
+        "custom_headers": tm.string_map(raw, "customHeaders", path, p),
+        "unsafe_ssl": tm.boolean(raw, "unsafeSsl", path, p),
+        "timeout_s": tm.duration_s(raw, "timeout", path, p),
+        "auth_modes": tm.auth_modes(raw, path, p, has_authentication_ref),
+    }
+    check_target(fields["threshold"], "threshold", path, p)
+    if raw.get("serverAddress") and not raw["serverAddress"].startswith(("http://", "https://")):
+        p.add(join(path, "serverAddress"), raw["serverAddress"], "an http:// or https:// URL",
+              "write e.g. 'http://prometheus.monitoring:9090'")
+    if len(p.lines) != before:
+        return None
+    return PrometheusTriggerMetadata(**fields)
+
+
+def value_from_query_result(response: Mapping[str, Any], meta: PrometheusTriggerMetadata) -> float:
+    """The number KEDA takes from a ``GET /api/v1/query`` answer.
+
+    Raises:
+        TriggerError: several series; an empty answer or a NaN/Inf value with
+            ``ignoreNullValues: false``; a value that is not a number. Messages are KEDA's.
+
+    Source: kedacore/keda pkg/scalers/prometheus_scaler.go ExecutePromQuery v2.20.2
+    """
+    result = (response.get("data") or {}).get("result") or []
+    if not result:
+        if meta.ignore_null_values:
+            return 0.0
+        raise TriggerError("prometheus metrics 'prometheus' target may be lost, the result is empty")
+    if len(result) > 1:
+        raise TriggerError(f"prometheus query {meta.query} returned multiple elements")
+    value = result[0].get("value") or []
+    if not value:
+        if meta.ignore_null_values:
+            return 0.0
+        raise TriggerError("prometheus metrics 'prometheus' target may be lost, the value list is empty")
+    if len(value) < 2:
+        raise TriggerError(f"prometheus query {meta.query} didn't return enough values")
+    number = -1.0
+    if value[1] is not None:
+        try:
+            number = float(str(value[1]))
+        except ValueError as exc:
+            raise TriggerError(f"prometheus query {meta.query}: value {value[1]!r} is not a number") from exc
+    if math.isnan(number) or math.isinf(number):
+        if meta.ignore_null_values:
+            return 0.0
+        raise TriggerError(f"prometheus query returns {_go_float(number)}")
+    return number
+
+
+def _go_float(number: float) -> str:
+    """Go's ``%f`` of a float: ``+Inf``, ``-Inf``, ``NaN`` or six decimals."""
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    return f"{number:f}"
+
+
+class PrometheusTrigger(ValueTrigger):
+    """A ``type: prometheus`` trigger.
+
+    Args:
+        meta: the validated metadata.
+        trigger_index: position in ``spec.triggers``.
+        metric_type: ``AverageValue`` (default) or ``Value``.
+    """
+
+    metric_types: ClassVar[tuple[str, ...]] = ("AverageValue", "Value")
+
+    def __init__(self, meta: PrometheusTriggerMetadata, *, trigger_index: int = 0, metric_type: str = "AverageValue"):
+        super().__init__("prometheus", meta.threshold, meta.activation_threshold, trigger_index=trigger_index,
+                         metric_type=metric_type)
+        self.meta = meta
+
+    @classmethod
+    def collect_metadata(cls, metadata: Any, path: str, p: Problems, *,
+                         has_authentication_ref: bool = False) -> PrometheusTriggerMetadata | None:
+        """Validate ``metadata`` with KEDA's rules into ``p``."""
+        return collect_prometheus_metadata(metadata, path, p, has_authentication_ref)
+
+    @classmethod
+    def from_config(cls, config: TriggerConfig) -> PrometheusTrigger:
+        """Build from a validated ``spec.triggers[i]``."""
+        return cls(config.settings, trigger_index=config.index, metric_type=config.metric_type)
+
+    @classmethod
+    def with_lag_threshold(cls, settings: PrometheusTriggerMetadata, lag_threshold: int) -> PrometheusTriggerMetadata:
+        """``settings`` with ``threshold`` = ``lag_threshold`` (the query reads lag in records)."""
+        return replace(settings, threshold=float(lag_threshold))
+
+    def evaluate_response(self, response: Mapping[str, Any]) -> TriggerResult:
+        """The metric and activity for one query answer (:func:`value_from_query_result`).
+
+        Raises:
+            TriggerError: as :func:`value_from_query_result`.
+        """
+        return self.result(value_from_query_result(response, self.meta))

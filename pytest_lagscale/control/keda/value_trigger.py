@@ -1,0 +1,89 @@
+"""What KEDA's value-reading scalers share (``prometheus``, ``aws-cloudwatch``, ``metrics-api``):
+one number read from a service -> a milli-quantity metric, ``active`` when the number exceeds
+the activation threshold, and the HPA's External-metric proposal against the threshold.
+
+Pure: the reading is the runner's (the lag sources, :mod:`pytest_lagscale.sources`); these
+functions take the number it gave.
+
+Source: kedacore/keda pkg/scalers/scaler.go (GetMetricTargetType, GetMetricTargetMili,
+GenerateMetricInMili, quantityFromFloat64, GenerateMetricNameWithIndex) v2.20.2,
+pkg/util/normalize_string.go NormalizeString v2.20.2; kubernetes/kubernetes
+pkg/apis/autoscaling/validation/validation.go validateMetricTarget v1.28.0 (a Value or
+AverageValue target must be positive); specs/keda-hpa-semantics.md §2.3, §3.3
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from pytest_lagscale.config._problems import join
+from pytest_lagscale.control.keda.base import MetricTarget, TriggerResult, external_metric_proposal
+
+if TYPE_CHECKING:
+    from pytest_lagscale.config._problems import Problems
+    from pytest_lagscale.control.observation import Observation
+
+_NORMALIZED = str.maketrans({c: "-" for c in "/.:%()"})
+
+
+def milli_quantity(value: float) -> float:
+    """The value as the HPA sees it: a quantity with milli precision (``%.3f``); NaN, infinite
+    and negative values become 0.
+
+    Source: kedacore/keda pkg/scalers/scaler.go quantityFromFloat64 v2.20.2
+    """
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        return 0.0
+    return float(f"{value:.3f}")
+
+
+def metric_name(trigger_index: int, name: str) -> str:
+    """``s<index>-<name>`` with ``/ . : % ( )`` as ``-`` (KEDA's NormalizeString)."""
+    return f"s{trigger_index}-{name.translate(_NORMALIZED)}"
+
+
+def check_target(threshold: float | None, key: str, path: str, p: Problems) -> None:
+    """A threshold whose milli-quantity is 0 (zero, negative, below 0.0005) gives the HPA a target
+    the API server refuses ("must be positive"): record it. KEDA itself accepts the number."""
+    if threshold is not None and milli_quantity(threshold) <= 0:
+        p.add(join(path, key), f"{threshold:g}", "a number > 0.0005 (the HPA's metric target must be positive; "
+              "KEDA sends it as a milli-quantity)", f"set {key} to the per-replica value to scale at, e.g. '10'")
+
+
+class ValueTrigger:
+    """The common part of a value-reading trigger.
+
+    Args:
+        name: the metric name after ``s<index>-`` (``prometheus``, ``aws-cloudwatch``, ...).
+        threshold: the target (``threshold``, ``targetMetricValue``, ``targetValue``).
+        activation_threshold: the value must exceed it to be active.
+        trigger_index: position in ``spec.triggers``.
+        metric_type: ``AverageValue`` (default) or ``Value``.
+
+    Attributes:
+        metric_name: ``s<index>-<name>``.
+        metric_target: the threshold as a milli-quantity target.
+    """
+
+    resource_metric = False
+    needs_lag = False
+    needs_cpu = False
+    lag_threshold_records = None
+
+    def __init__(self, name: str, threshold: float, activation_threshold: float, *, trigger_index: int = 0,
+                 metric_type: str = "AverageValue"):
+        self.trigger_index = trigger_index
+        self.metric_name = metric_name(trigger_index, name)
+        self.metric_target = MetricTarget(metric_type, milli_quantity(threshold))
+        self.activation_threshold = activation_threshold
+
+    def result(self, value: float) -> TriggerResult:
+        """The metric KEDA reports for a reading of ``value``: its milli-quantity, and ``active``
+        when ``value`` > the activation threshold (compared before rounding, as KEDA does)."""
+        return TriggerResult(metric_value=milli_quantity(value), active=value > self.activation_threshold,
+                             total_lag=None, total_lag_with_persistent=None)
+
+    def proposal(self, metric_value: float | None, observation: Observation, tolerance: float) -> int | None:
+        """The HPA's proposal for this External metric (None without a value)."""
+        return external_metric_proposal(self.metric_target, metric_value, observation, tolerance)
