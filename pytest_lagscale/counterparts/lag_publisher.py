@@ -93,6 +93,24 @@ class LagPublisher(StartStop):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @classmethod
+    def from_broker(cls, admin: Any, client: Any, target: PublishTarget, *, period_s: float = 60.0,
+                    delay_s: float = 0.0) -> LagPublisher:
+        """A publisher of the group's real lag: the broker's offsets (KafkaAdmin) summed, as MSK
+        sums them into ``SumOffsetLag``.
+
+        Args:
+            admin: the run's :class:`~pytest_lagscale.kafka.admin.KafkaAdmin`.
+            client: the CloudWatch client (moto's server).
+            target: the cluster name, and the group and topic whose lag is read.
+            period_s: seconds between datapoints (60 as MSK).
+            delay_s: seconds a datapoint is held back.
+        """
+        from ..sources.broker import BrokerLagSource
+
+        source = BrokerLagSource(admin, target.consumer_group, target.topic)
+        return cls(source, client, target, period_s=period_s, delay_s=delay_s)
+
     def start(self) -> LagPublisher:
         """Start the thread (its first read at once); returns self."""
         if self._thread is None:

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
 from ..config._problems import Problems
+from ..errors import ConfigError
 from . import _options
 from .base import EMPTY_POLICIES, LagSourceError, TotalLag, UtcNow, finite_lag, utc_now
 from .credentials import Secret, secret_from_env
@@ -100,8 +101,8 @@ class CloudWatchSettings:
             if variable:
                 try:
                     fields[name] = secret_from_env(variable, key, p.source, environ)
-                except Exception as exc:  # ConfigError: one more line
-                    p.lines.extend(getattr(exc, "problems", [str(exc)]))
+                except ConfigError as exc:
+                    p.lines.extend(exc.problems)
         if ("access_key_id_env" in options) != ("secret_access_key_env" in options):
             given, missing = (("access_key_id_env", "secret_access_key_env") if "access_key_id_env" in options
                               else ("secret_access_key_env", "access_key_id_env"))

@@ -39,6 +39,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
 from ..config._problems import Problems
+from ..errors import ConfigError
 from . import _options
 from .base import EMPTY_POLICIES, LagSourceError, TotalLag, UtcNow, finite_lag, utc_now
 from .credentials import Secret, secret_from_env
@@ -100,9 +101,9 @@ class ConfluentSettings:
             variable = _options.text(options, key, p, default=default)
             try:
                 fields[name] = secret_from_env(variable, key, p.source, environ)
-            except Exception as exc:  # ConfigError: one more line
+            except ConfigError as exc:
                 fields[name] = Secret("", origin=f"${variable}")
-                p.lines.extend(getattr(exc, "problems", [str(exc)]))
+                p.lines.extend(exc.problems)
         p.raise_if_any()
         return cls(consumer_group=group, **fields)
 

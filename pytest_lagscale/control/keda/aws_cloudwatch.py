@@ -252,6 +252,9 @@ def value_from_metric_data(response: Mapping[str, Any], meta: CloudWatchTriggerM
         TriggerError: the first result has no value and ``ignoreNullValues`` is false (KEDA's message).
 
     Source: kedacore/keda pkg/scalers/aws_cloudwatch_scaler.go GetCloudwatchMetrics v2.20.2
+    Quirk: an answer without any result is ``minMetricValue`` even with ``ignoreNullValues: false``
+    (KEDA checks only a first result without values); test id
+    aws-cloudwatch-quirk-no-result-at-all-is-minMetricValue-even-without-ignoreNullValues.
     """
     results = response.get("MetricDataResults") or []
     values = (results[0].get("Values") or []) if results else []

@@ -112,3 +112,17 @@ def test_the_thread_reads_at_once_and_stops() -> None:
 def test_bad_schedule(period_s: float, delay_s: float) -> None:
     with pytest.raises(ValueError):
         LagPublisher(ScriptedLag([1.0]), RecordingCloudWatch(), TARGET, period_s=period_s, delay_s=delay_s)
+
+
+class FakeAdmin:
+    def group_offsets(self, group: str, topic: str) -> dict[int, tuple[int, int | None]]:
+        assert (group, topic) == ("enrich", "events")
+        return {0: (10, 110), 1: (-1, 25)}
+
+
+def test_from_broker_publishes_the_groups_summed_offset_lag() -> None:
+    client = RecordingCloudWatch()
+    publisher = LagPublisher.from_broker(FakeAdmin(), client, TARGET, period_s=10.0)
+    publisher.read_once()
+    assert publisher.period_s == 10.0
+    assert [p["MetricData"][0]["Value"] for p in client.puts] == [125.0]
