@@ -90,3 +90,30 @@ def test_kafka_admin_keeps_the_old_name() -> None:
     from pytest_lagscale.kafka import admin
 
     assert admin.KafkaLagSource is BrokerLagSource
+
+
+@pytest.mark.parametrize("offsets", [
+    pytest.param({0: (4, 10), 1: (-1, 7), 2: (3, None)}, id="uncommitted-and-unknown-log-end"),
+    pytest.param({0: (12, 10), 1: (0, 5)}, id="negative-partition-not-clamped"),
+])
+def test_broker_total_equals_the_lag_exporters_sum(offsets: dict) -> None:
+    """What the prometheus source sums (kafka_consumergroup_lag_sum) is what the broker source gives."""
+    from pytest_lagscale.observe.lag_exporter import lag_families
+
+    families = {f.name: f for f in lag_families(offsets, "enrich", "events")}
+    exported = [s.value for s in families["kafka_consumergroup_lag_sum"].samples]
+    assert exported == [offsets_total_records(offsets)]
+
+
+def test_importing_the_sources_and_counterparts_loads_no_client_library() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_lagscale.sources, pytest_lagscale.counterparts.moto_server, "
+            "pytest_lagscale.counterparts.lag_publisher, pytest_lagscale.counterparts.confluent_metrics, "
+            "pytest_lagscale.control.keda.aws_cloudwatch, pytest_lagscale.control.keda.metrics_api, "
+            "pytest_lagscale.control.keda.prometheus\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('boto3', 'botocore', 'moto', 'prometheus_api_client', 'pandas', 'confluent_kafka', 'requests')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
