@@ -160,3 +160,43 @@ def test_a_prediction_given_the_runs_cold_starts_scales_the_start_up_time(tmp_pa
     # without real cold starts there is nothing to condition on
     assert predict_run(_golden("spike-ci"), draws=3,
                        condition_on_cold_start=True).cold_start_scale is None
+
+
+@pytest.mark.parametrize("name, median, measured, spread, expected", [
+    pytest.param("peak_lag_records", 15_720.0, 12_036.0, (12_500.0, 14_899.0), 0.0551,
+                 id="lt50-2026-11-26-nearest-sample"),
+    pytest.param("peak_lag_records", 13_000.0, 12_036.0, (12_500.0, 14_899.0), 0.0,
+                 id="inside-the-spread"),
+    pytest.param("peak_lag_records", 10_000.0, 12_036.0, (12_500.0, 14_899.0), -0.1692,
+                 id="below-everything"),
+    pytest.param("peak_lag_records", 15_720.0, 12_036.0, None, 0.3061, id="no-spread"),
+    pytest.param("scale_steps", 11.0, 7.0, (6.0, 8.0), 3.0, id="steps-difference"),
+    pytest.param("drain_time_s", None, 10.0, (9.0, 11.0), None, id="no-median"),
+])
+def test_spread_error_is_to_the_nearest_real_run(name, median, measured, spread,
+                                                 expected) -> None:
+    from pytest_lagscale.twin.fidelity import spread_error
+
+    got = spread_error(name, median, measured, spread)
+    assert got == (None if expected is None else pytest.approx(expected, abs=1e-3))
+
+
+def test_beyond_band_forgives_only_what_the_labels_real_runs_span() -> None:
+    from pytest_lagscale.twin.fidelity import Fidelity, FigureCheck, beyond_band
+
+    def run(label: str, measured: float, median: float) -> Fidelity:
+        fig = FigureCheck("peak_lag_records", measured, median, None, None,
+                          (median - measured) / measured, None)
+        return Fidelity(run=label, label=label, draws=30, seconds=1.0, figures=(fig,), spans=())
+
+    results = [run("spike-ci-lt50", 12_036.0, 15_720.0), run("spike-ci", 50_000.0, 70_000.0),
+               run("spike-ci-lt5000", 68_000.0, 70_000.0)]
+    beyond, within = beyond_band(results, {"spike-ci-lt50": {"peak_lag_records": (12_500.0,
+                                                                                  14_899.0)},
+                                           "spike-ci": {"peak_lag_records": (51_000.0,
+                                                                             52_000.0)}})
+    assert [line.split(":")[0] for line in beyond] == ["spike-ci"]   # +34.6 % past its spread
+    assert len(within) == 1 and within[0].startswith(
+        "spike-ci-lt50: peak_lag_records error 0.306 beyond the twin's stated band 0.3")
+    assert within[0].endswith("within the band of the label's real runs 12500-14899 (error "
+                              "+0.055 to the nearest)")
