@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.report.findings import build_findings, load_runs
+from pytest_lagscale.report.findings import EXPERIMENTS, build_findings, load_runs
 from pytest_lagscale.report.findings_render import write_findings
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SECTIONS = ["recommendations"] + [f"experiment-{n}" for n in range(1, 9)]
+SECTIONS = ["recommendations"] + [f"experiment-{n}" for n in EXPERIMENTS]
 TIMEOUT_S = 90
 
 pytestmark = [pytest.mark.integration,
