@@ -54,6 +54,7 @@ where it has the cores (at least one per group) before reading its SLO verdicts.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -155,6 +156,7 @@ def shootout(kafka_cluster: Any, shared_spark_connect: Any) -> Any:
     return runs
 
 
+@functools.cache
 def _yardstick(scale: str) -> int:
     """The committed ScaledObject's lagThreshold (records): every policy's drain target."""
     from pytest_lagscale.config.bundled import resolve_manifest

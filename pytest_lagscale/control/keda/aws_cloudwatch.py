@@ -40,15 +40,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pytest_lagscale.config._problems import MISSING, Problems, join
 from pytest_lagscale.control.keda import typed_metadata as tm
 from pytest_lagscale.control.keda.base import TriggerError, TriggerResult
 from pytest_lagscale.control.keda.value_trigger import ValueTrigger, check_target
 
-if TYPE_CHECKING:
-    from pytest_lagscale.config.triggers import TriggerConfig
 
 KNOWN_KEYS = ("namespace", "metricName", "dimensionName", "dimensionValue", "expression", "targetMetricValue",
               "activationTargetMetricValue", "minMetricValue", "ignoreNullValues", "metricCollectionTime",
@@ -114,11 +112,8 @@ def parse_cloudwatch_metadata(metadata: Any, *, path: str = "", source: str = "t
     Raises:
         ConfigError: every invalid field, one line each.
     """
-    p = Problems(source)
-    meta = collect_cloudwatch_metadata(metadata, path, p, has_authentication_ref)
-    p.raise_if_any()
-    assert meta is not None
-    return meta
+    return tm.parse(collect_cloudwatch_metadata, metadata, path=path, source=source,
+                    has_authentication_ref=has_authentication_ref)
 
 
 def collect_cloudwatch_metadata(metadata: Any, path: str, p: Problems,
@@ -284,11 +279,6 @@ class CloudWatchTrigger(ValueTrigger):
                          has_authentication_ref: bool = False) -> CloudWatchTriggerMetadata | None:
         """Validate ``metadata`` with KEDA's rules into ``p``."""
         return collect_cloudwatch_metadata(metadata, path, p, has_authentication_ref)
-
-    @classmethod
-    def from_config(cls, config: TriggerConfig) -> CloudWatchTrigger:
-        """Build from a validated ``spec.triggers[i]``."""
-        return cls(config.settings, trigger_index=config.index, metric_type=config.metric_type)
 
     @classmethod
     def with_lag_threshold(cls, settings: CloudWatchTriggerMetadata, lag_threshold: int) -> CloudWatchTriggerMetadata:

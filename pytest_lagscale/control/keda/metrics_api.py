@@ -36,15 +36,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pytest_lagscale.config._problems import MISSING, Problems, join
 from pytest_lagscale.control.keda import typed_metadata as tm
 from pytest_lagscale.control.keda.base import TriggerError, TriggerResult
 from pytest_lagscale.control.keda.value_trigger import ValueTrigger, check_target
 
-if TYPE_CHECKING:
-    from pytest_lagscale.config.triggers import TriggerConfig
 
 KNOWN_KEYS = ("url", "valueLocation", "targetValue", "activationTargetValue", "format",
               "aggregateFromKubeServiceEndpoints", "aggregationType", "unsafeSsl", "timeout", *tm.AUTH_METADATA_KEYS)
@@ -91,11 +89,8 @@ def parse_metrics_api_metadata(metadata: Any, *, path: str = "", source: str = "
     Raises:
         ConfigError: every invalid field, one line each.
     """
-    p = Problems(source)
-    meta = collect_metrics_api_metadata(metadata, path, p, has_authentication_ref)
-    p.raise_if_any()
-    assert meta is not None
-    return meta
+    return tm.parse(collect_metrics_api_metadata, metadata, path=path, source=source,
+                    has_authentication_ref=has_authentication_ref)
 
 
 def collect_metrics_api_metadata(metadata: Any, path: str, p: Problems,
@@ -218,11 +213,6 @@ class MetricsApiTrigger(ValueTrigger):
                          has_authentication_ref: bool = False) -> MetricsApiTriggerMetadata | None:
         """Validate ``metadata`` with KEDA's rules into ``p``."""
         return collect_metrics_api_metadata(metadata, path, p, has_authentication_ref)
-
-    @classmethod
-    def from_config(cls, config: TriggerConfig) -> MetricsApiTrigger:
-        """Build from a validated ``spec.triggers[i]``."""
-        return cls(config.settings, trigger_index=config.index, metric_type=config.metric_type)
 
     @classmethod
     def with_lag_threshold(cls, settings: MetricsApiTriggerMetadata, lag_threshold: int) -> MetricsApiTriggerMetadata:

@@ -35,15 +35,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pytest_lagscale.config._problems import Problems, join
 from pytest_lagscale.control.keda import typed_metadata as tm
 from pytest_lagscale.control.keda.base import TriggerError, TriggerResult
 from pytest_lagscale.control.keda.value_trigger import ValueTrigger, check_target
 
-if TYPE_CHECKING:
-    from pytest_lagscale.config.triggers import TriggerConfig
 
 KNOWN_KEYS = ("serverAddress", "query", "queryParameters", "threshold", "activationThreshold", "namespace",
               "customHeaders", "ignoreNullValues", "unsafeSsl", "awsRegion", "timeout", "identityOwner",
@@ -88,11 +86,8 @@ def parse_prometheus_metadata(metadata: Any, *, path: str = "", source: str = "t
     Raises:
         ConfigError: every invalid field, one line each.
     """
-    p = Problems(source)
-    meta = collect_prometheus_metadata(metadata, path, p, has_authentication_ref)
-    p.raise_if_any()
-    assert meta is not None
-    return meta
+    return tm.parse(collect_prometheus_metadata, metadata, path=path, source=source,
+                    has_authentication_ref=has_authentication_ref)
 
 
 def collect_prometheus_metadata(metadata: Any, path: str, p: Problems,
@@ -192,11 +187,6 @@ class PrometheusTrigger(ValueTrigger):
                          has_authentication_ref: bool = False) -> PrometheusTriggerMetadata | None:
         """Validate ``metadata`` with KEDA's rules into ``p``."""
         return collect_prometheus_metadata(metadata, path, p, has_authentication_ref)
-
-    @classmethod
-    def from_config(cls, config: TriggerConfig) -> PrometheusTrigger:
-        """Build from a validated ``spec.triggers[i]``."""
-        return cls(config.settings, trigger_index=config.index, metric_type=config.metric_type)
 
     @classmethod
     def with_lag_threshold(cls, settings: PrometheusTriggerMetadata, lag_threshold: int) -> PrometheusTriggerMetadata:

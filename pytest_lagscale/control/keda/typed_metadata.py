@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from pytest_lagscale.config._problems import MISSING, Problems, join, nearest
 
@@ -181,3 +181,20 @@ def auth_modes(raw: Mapping[str, str], path: str, p: Problems, has_authenticatio
         p.add(join(path, key), raw[key], f"an authenticationRef whose TriggerAuthentication holds {_MODE_NEEDS[mode]} "
               f"(needed by auth mode {mode!r})", "add authenticationRef naming that TriggerAuthentication")
     return modes
+
+
+T = TypeVar("T")
+
+
+def parse(collect: Callable[[Any, str, Problems, bool], T | None], metadata: Any, *, path: str = "",
+          source: str = "trigger metadata", has_authentication_ref: bool = False) -> T:
+    """Run a trigger's ``collect_*_metadata`` on ``metadata`` and raise what it recorded.
+
+    Raises:
+        ConfigError: every invalid field, one line each (``source`` names where they came from).
+    """
+    p = Problems(source)
+    meta = collect(metadata, path, p, has_authentication_ref)
+    p.raise_if_any()
+    assert meta is not None
+    return meta

@@ -22,6 +22,7 @@ from pytest_lagscale.control.keda.base import MetricTarget, TriggerResult, exter
 
 if TYPE_CHECKING:
     from pytest_lagscale.config._problems import Problems
+    from pytest_lagscale.config.triggers import TriggerConfig
     from pytest_lagscale.control.observation import Observation
 
 _NORMALIZED = str.maketrans({c: "-" for c in "/.:%()"})
@@ -77,6 +78,13 @@ class ValueTrigger:
         self.metric_name = metric_name(trigger_index, name)
         self.metric_target = MetricTarget(metric_type, milli_quantity(threshold))
         self.activation_threshold = activation_threshold
+
+    @classmethod
+    def from_config(cls, config: "TriggerConfig") -> "ValueTrigger":
+        """Build from a validated ``spec.triggers[i]`` (its settings are the subclass's
+        metadata)."""
+        return cls(config.settings, trigger_index=config.index,  # type: ignore[call-arg]
+                   metric_type=config.metric_type)
 
     def result(self, value: float) -> TriggerResult:
         """The metric KEDA reports for a reading of ``value``: its milli-quantity, and ``active``
