@@ -12,10 +12,12 @@ fields. Events, in the order a replica's life produces them:
 * ``assigned`` / ``revoked`` / ``lost`` (partitions: incremental lists; assigned also carries
   the whole assignment), ``rebalance_done`` (duration_s), ``first_record``;
 * ``batch`` (only with ``--log-batches``: messages, records, poll_s, engine_s, commit_s,
-  partitions), ``commit_failed`` (offsets, error), ``kafka_error`` (error, fatal);
+  partitions), ``commit_failed`` (offsets, error), ``commit_abandoned`` (offsets a revoke
+  could not commit, left to the next owner), ``kafka_error`` (error, fatal);
 * ``sigterm`` (signal), ``batch_cut`` (the batch in progress stopped after the write waves in
   flight: messages, messages_done, committed offsets), ``drained`` (pending_offsets),
-  ``closed`` (left_group, static_member), ``exited`` (code);
+  ``commit_settled`` (only when the drain's commit failed: committed, waited_s, discarded,
+  pending_offsets), ``closed`` (left_group, static_member), ``exited`` (code);
 * problems: ``error`` (where, error) and ``drain_timeout`` (timeout_s, code).
 
 Every line is also written to stderr, so the process log carries the same story.

@@ -4,9 +4,13 @@ Commit safety. Batches run in the poll thread and each one is finished (written 
 before the next ``consume()``; rebalance callbacks only run inside ``consume()`` and ``close()``,
 so no batch is in flight when a callback runs. A commit that failed (for instance during a
 rebalance) is kept as *pending* and retried with the next batch's commit, or in ``on_revoke``
-for the partitions being revoked, before the callback returns. ``on_lost`` drops the pending
-offsets of lost partitions without committing: another member may own them already (their
-records are reprocessed there: at-least-once).
+for the partitions being revoked, before the callback returns. What the revoke could not commit
+is dropped with the partition (``commit_abandoned``), as ``on_lost`` drops the pending offsets of
+lost partitions without committing: another member owns them next and a late commit from here
+could move its committed offset backwards (their records are reprocessed there:
+at-least-once). A draining replica whose last commit failed serves the group's rebalance
+before it closes, so the commit can be retried in the new generation
+(:meth:`spark_consumer.replica.Replica` ``_settle``).
 
 Eager protocols (range, roundrobin) revoke every partition at each rebalance; cooperative ones
 (cooperative-sticky, and KIP-848 ``consumer``) pass incremental lists, so kept partitions are
@@ -137,19 +141,31 @@ class OffsetCommitter:
         """Commit the pending offsets of ``partitions`` (called from on_revoke).
 
         In auto mode the stored offsets of the partitions are committed synchronously too, so
-        nothing processed waits for the auto-commit interval when it changes owner.
+        nothing processed waits for the auto-commit interval when it changes owner. Offsets
+        that still fail are dropped (``commit_abandoned`` event): the partitions leave this
+        member, and their next owner reprocesses from the last committed offset.
+
+        Returns:
+            True when everything pending for ``partitions`` was committed (or stored).
         """
         wanted = [p for p in partitions if p in self.pending]
         ok = self._flush(wanted)
         if self._mode == "auto":
             stored = {p: self.committed[p] for p in partitions if p in self.committed}
             ok = self._sync_commit(stored) and ok
+        abandoned = {p: self.pending[p] for p in partitions if p in self.pending}
+        if abandoned:
+            self.drop(list(abandoned))
+            self._events.emit("commit_abandoned", mode=self._mode,
+                              offsets=_str_keys(abandoned))
         return ok
 
     def drop(self, partitions: Sequence[int]) -> None:
         """Forget pending offsets of lost partitions (their next owner reprocesses them)."""
         for p in partitions:
             self.pending.pop(p, None)
+        if not self.pending:
+            self._pending_records = 0  # processed here, counted as committed by the next owner
 
     def _flush(self, partitions: Sequence[int]) -> bool:
         todo = {p: self.pending[p] for p in partitions}

@@ -44,6 +44,11 @@ from .trigger import MicroBatch, MicroBatchTrigger, TriggerSettings
 EXIT_OK, EXIT_FAILED = 0, 1
 PENDING_RETRY_S = 1.0
 """Seconds between retries of pending offsets while no batch arrives (idle partitions)."""
+SETTLE_MAX_S = 5.0
+"""Longest a draining replica serves a rebalance to retry its failed last commit (capped
+at half of ``--drain-timeout``)."""
+SETTLE_POLL_S = 0.2
+"""Seconds per ``consume()`` while settling: each call serves the group's callbacks."""
 
 
 def _make_consumer(config: dict[str, Any]) -> GroupConsumer:
@@ -253,12 +258,41 @@ class Replica:
         self.p.events.emit("drained", pending_offsets={str(k): v for k, v in
                                                        sorted(committer.pending.items())},
                            buffered_dropped=trigger.discard())
+        self._settle(consumer, committer)
         if self.handler is not None:
             self.handler.closing = True
         self.lag.clear()
         consumer.close()
         self.p.events.emit("closed", left_group=self.opts.instance_id is None,
                            static_member=self.opts.instance_id is not None)
+
+    def _settle(self, consumer: GroupConsumer, committer: OffsetCommitter) -> None:
+        """Retry a drain's failed commit while the group rebalances, before ``close()``.
+
+        A commit refused with ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS (another member
+        joined or left as this one drained) cannot succeed until this member has rejoined;
+        ``close()`` right away retries it in a revoke that the coordinator refuses too, and the
+        next owner reprocesses the batch (duplicates after a graceful stop; seen in CI). Here
+        ``consume()`` serves the rebalance (its callbacks commit or drop revoked partitions'
+        offsets) and the pending offsets of the partitions still owned are retried, for at most
+        :data:`SETTLE_MAX_S` (half the drain timeout at most). Records fetched meanwhile are
+        neither processed nor committed: the next owner reads them. Emits ``commit_settled``
+        (committed, waited_s, discarded records) when there was anything to settle.
+        """
+        if not committer.pending:
+            return
+        clock = self.p.clock
+        t0 = clock.now()
+        deadline = t0 + min(SETTLE_MAX_S, self.opts.drain_timeout_s / 2)
+        discarded = 0
+        while committer.pending and clock.now() < deadline:
+            discarded += len(consumer.consume(num_messages=1000, timeout=SETTLE_POLL_S) or [])
+            if committer.pending and not committer.commit({}, 0):
+                clock.sleep(SETTLE_POLL_S)
+        self.p.events.emit("commit_settled", committed=not committer.pending,
+                           waited_s=round(clock.now() - t0, 3), discarded=discarded,
+                           pending_offsets={str(k): v for k, v in
+                                            sorted(committer.pending.items())})
 
     def _exit(self, code: int, engine: bool = False) -> int:
         if engine:

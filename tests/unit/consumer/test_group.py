@@ -135,3 +135,16 @@ def test_membership_probe_asks_at_most_once_per_interval() -> None:
         clock.advance(0.25)
     assert calls == [1.0, 2.0]  # and not again once it was found
     assert seen.index(True) == 8 and all(seen[8:])
+
+
+def test_a_revoke_whose_commit_fails_drops_the_offsets_for_the_next_owner() -> None:
+    # Retrying them later could move the next owner's committed offset backwards.
+    consumer, committer, handler, _, _, echo = _setup(fail_commits=2)
+    handler.on_assign(consumer, [FakeTopicPartition("t", p) for p in (0, 1)])
+    committer.commit({0: 5, 1: 7}, records=12)  # fails: both pending
+    handler.on_revoke(consumer, [FakeTopicPartition("t", 1)])  # fails again
+    assert consumer.commits == [] and committer.pending == {0: 5}
+    abandoned = [json.loads(line) for line in echo.getvalue().splitlines()
+                 if json.loads(line)["event"] == "commit_abandoned"]
+    assert [e["offsets"] for e in abandoned] == [{"1": 7}]
+    assert committer.commit({}, 0) and consumer.commits == [{0: 5}]

@@ -204,3 +204,36 @@ def test_a_commit_failed_in_a_rebalance_is_retried_while_no_batch_arrives(tmp_pa
     assert consumer.commits == [{0: 3}]
     names = [e["event"] for e in read_events(tmp_path / "events.jsonl")]
     assert names.count("commit_failed") == 1
+
+
+def _drain_with_failed_commits(tmp_path, fail_commits: int):
+    consumer = FakeConsumer(partitions=[0], batches=[messages([(0, 0), (0, 1), (0, 2)])],
+                            fail_commits=fail_commits)
+    replica = _replica(tmp_path, consumer, FakeClock())
+    consumer.on_consume = lambda c: c.consumed == 2 and replica._on_signal(signal.SIGTERM, None)
+    assert replica.run() == 0
+    return consumer, read_events(tmp_path / "events.jsonl")
+
+
+def test_a_drain_whose_commit_fails_serves_the_rebalance_and_commits_before_closing(
+        tmp_path) -> None:
+    # Seen in CI: the drain's commit failed (ILLEGAL_GENERATION), close()'s revoke retried it
+    # during the rejoin (REBALANCE_IN_PROGRESS) and the next owner reprocessed the batch.
+    consumer, events = _drain_with_failed_commits(tmp_path, fail_commits=3)
+    assert consumer.commits == [{0: 3}]
+    names = [e["event"] for e in events]
+    assert names.index("drained") < names.index("commit_settled") < names.index("closed")
+    settled = next(e for e in events if e["event"] == "commit_settled")
+    assert settled["committed"] is True and settled["pending_offsets"] == {}
+    assert "commit_abandoned" not in names
+
+
+def test_a_drain_gives_up_settling_after_its_bound_and_the_revoke_abandons_the_offsets(
+        tmp_path) -> None:
+    consumer, events = _drain_with_failed_commits(tmp_path, fail_commits=10_000)
+    assert consumer.commits == [] and consumer.closed
+    settled = next(e for e in events if e["event"] == "commit_settled")
+    assert settled["committed"] is False and settled["pending_offsets"] == {"0": 3}
+    assert 0 < settled["waited_s"] <= 5.0 + 0.5
+    abandoned = next(e for e in events if e["event"] == "commit_abandoned")
+    assert abandoned["offsets"] == {"0": 3}
