@@ -70,8 +70,12 @@ def test_broker_killed_after_timeout_when_sigterm_is_ignored() -> None:
 def test_harness_interrupted_with_sigint_leaves_no_broker(tmp_path) -> None:
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent("""
-        import sys, time
+        import signal, sys, time
         from pytest_lagscale.kafka.embedded import EmbeddedKafka
+        # Started under a pytest that a non-interactive shell put in the background (`cmd &`),
+        # this child inherits an ignored SIGINT and the signal does nothing (seen: 60 s timeout);
+        # a harness at a terminal has Python's default handler, as here.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         with EmbeddedKafka() as k:
             print(k.process.pid, flush=True)
             time.sleep(120)
