@@ -34,6 +34,8 @@ from pytest_lagscale.sources import BrokerLagSource
 from spark_consumer.store import read_store
 from tests.replica_helpers import store_counts
 
+from ._load_step import drained, produce_step
+
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(shutil.which("prometheus") is None,
@@ -41,29 +43,6 @@ pytestmark = [
 ]
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 PARTITIONS, THRESHOLD_RECORDS, CLOUDWATCH_PERIOD_S = 8, 5_000, 5
-
-
-def _produce_step(bootstrap: str, topic: str, stop: threading.Event) -> int:
-    """200 rec/s for 5 s, 4,000 rec/s for 10 s (40,000 records), then 200 rec/s until stopped;
-    returns the records delivered."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
-    delivered = [0]
-
-    def on_delivery(err, _msg) -> None:
-        delivered[0] += err is None
-
-    sent, started = 0, time.monotonic()
-    while not stop.is_set():
-        rate = 4000 if 5 <= time.monotonic() - started < 15 else 200
-        for _ in range(int(rate * 0.05)):
-            producer.produce(topic, bytes(280), key=str(sent).encode(), on_delivery=on_delivery)
-            sent += 1
-        producer.poll(0)
-        time.sleep(0.05)
-    producer.flush(30)
-    return delivered[0]
 
 
 def _policy(manifest: str) -> object:
@@ -76,6 +55,42 @@ def _policy(manifest: str) -> object:
     if "metricStatPeriod" in metadata:
         metadata.update(metricStatPeriod=str(CLOUDWATCH_PERIOD_S), metricCollectionTime="30")
     return build_policy(parse_policy_manifest(doc, source=f"{manifest} (test values)"))
+
+
+def _step_until_scaled_out(deployment: LocalDeployment, loader: threading.Thread, stop: threading.Event) -> int:
+    """Start the load, watch the desired replicas until 4 (at most 45 s), stop the load; returns
+    the peak."""
+    loader.start()
+    peak, started = 0, time.monotonic()
+    try:
+        while time.monotonic() - started < 45 and peak < 4:
+            peak = max(peak, deployment.desired_replicas)
+            time.sleep(0.25)
+    finally:
+        stop.set()
+        loader.join(60)
+    return peak
+
+
+def _wait_drained(admin: KafkaAdmin, group: str, topic: str, within_s: float = 60.0) -> None:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and not drained(admin, group, topic):
+        time.sleep(0.5)
+
+
+def _produced_processed(admin: KafkaAdmin, topic: str, store: Path) -> tuple[int, int, int]:
+    """(records produced, distinct (partition, offset) pairs in the store, duplicates)."""
+    table = read_store(store)
+    distinct, dups = store_counts(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+    return sum(admin.end_offsets(topic).values()), distinct, dups
+
+
+def _template(bootstrap: str, topic: str, group: str) -> object:
+    """Arrow replicas at 1,000 records/s each."""
+    return template_from_deployment(
+        load_deployment(K8S / "consumer-deployment.yaml"), bootstrap,
+        flag_overrides={"--topic": topic, "--group": group, "--engine": "arrow",
+                        "--process-ms": "10", "--inflight": "10", "--drain-timeout": "10"})
 
 
 def _services(stack: ExitStack, kind: str, admin: KafkaAdmin, group: str, topic: str, tmp_path: Path) -> RunServices:
@@ -115,13 +130,11 @@ def test_a_lag_step_read_through_the_trigger_scales_out_processing_exactly_what_
     admin = KafkaAdmin(bootstrap)
     admin.create_topic(topic, PARTITIONS)
     policy = _policy(manifest)
-    template = template_from_deployment(
-        load_deployment(K8S / "consumer-deployment.yaml"), bootstrap,
-        flag_overrides={"--topic": topic, "--group": group, "--engine": "arrow",
-                        "--process-ms": "10", "--inflight": "10", "--drain-timeout": "10"})
+    template = _template(bootstrap, topic, group)
     stop_load = threading.Event()
     delivered: list[int] = []
-    loader = threading.Thread(target=lambda: delivered.append(_produce_step(bootstrap, topic, stop_load)))
+    loader = threading.Thread(target=lambda: delivered.append(
+        produce_step(bootstrap, topic, stop_load, step_rate_per_s=4000)))
     events_path = tmp_path / "controller.events.jsonl"
     with ExitStack() as stack:
         services = _services(stack, kind, admin, group, topic, tmp_path)
@@ -131,22 +144,9 @@ def test_a_lag_step_read_through_the_trigger_scales_out_processing_exactly_what_
         scaler = LocalAutoscaler(policy, deployment, BrokerLagSource(admin, group, topic), events_path,
                                  value_triggers=ValueTriggerReader(services))
         stack.enter_context(scaler.start(tick_s=0.25))
-        loader.start()
-        peak, started = 0, time.monotonic()
-        try:
-            while time.monotonic() - started < 45 and peak < 4:
-                peak = max(peak, deployment.desired_replicas)
-                time.sleep(0.25)
-        finally:
-            stop_load.set()
-            loader.join(60)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not _drained(admin, group, topic):
-            time.sleep(0.5)
-        store = deployment.store_dir
-    produced = sum(admin.end_offsets(topic).values())
-    table = read_store(store)
-    distinct, dups = store_counts(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+        peak = _step_until_scaled_out(deployment, loader, stop_load)
+        _wait_drained(admin, group, topic)
+    produced, distinct, dups = _produced_processed(admin, topic, deployment.store_dir)
     events = list(read_events(events_path))
     decisions = [e for e in events if e["event"] == "decision" and e["desired_replicas"] > e["current_replicas"]]
     staleness = [e["signal"]["triggers"]["0"]["staleness_s"] for e in decisions]
@@ -161,6 +161,50 @@ def test_a_lag_step_read_through_the_trigger_scales_out_processing_exactly_what_
     assert (produced, distinct, dups) == (delivered[0], produced, 0), "processed != produced"
 
 
-def _drained(admin: KafkaAdmin, group: str, topic: str) -> bool:
-    ends, done = admin.end_offsets(topic), admin.committed_offsets(group, topic)
-    return bool(ends) and all(done.get(p, -1) == end for p, end in ends.items())
+@pytest.mark.skipif(importlib.util.find_spec("moto") is None,
+                    reason="moto[server] not installed; pip install 'pytest-lagscale[sources]'")
+def test_lag_per_slot_on_cloudwatch_scales_out_on_the_published_lag(kafka_cluster, tmp_path: Path) -> None:
+    """``--lag-source cloudwatch`` at the controller: the recipe's policy (lag-per-slot-ci.yaml,
+    lagPerSlot 5,000 and pollingInterval 1 for this test's 1,000 records/s replicas) decides on
+    CloudWatch's SumOffsetLag as MSK publishes it, never on the broker's offsets."""
+    import boto3
+
+    from pytest_lagscale.counterparts.moto_server import CREDENTIALS
+    from pytest_lagscale.sources.cloudwatch import CloudWatchLagSource, CloudWatchSettings
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic, group = "events-lps-cloudwatch", "enrich-lps-cloudwatch"
+    admin = KafkaAdmin(bootstrap)
+    admin.create_topic(topic, PARTITIONS)
+    doc = yaml.safe_load((K8S / "lag-per-slot-ci.yaml").read_text(encoding="utf-8"))
+    doc["spec"].update(lagPerSlot=THRESHOLD_RECORDS, scaleDownLag=1_000, cooldownSeconds=8, pollingInterval=1)
+    policy = build_policy(parse_policy_manifest(doc, source="lag-per-slot-ci.yaml (test values)"))
+    stop_load, delivered = threading.Event(), []
+    loader = threading.Thread(target=lambda: delivered.append(
+        produce_step(bootstrap, topic, stop_load, step_rate_per_s=4000)))
+    with ExitStack() as stack:
+        services = _services(stack, "aws-cloudwatch", admin, group, topic, tmp_path)
+        settings = CloudWatchSettings.from_options(group, topic, {
+            "cluster_name": services.cluster_name, "endpoint_url": services.aws_endpoint,
+            "period_s": CLOUDWATCH_PERIOD_S, "window_s": 30})
+        source = CloudWatchLagSource(settings, client=boto3.client(
+            "cloudwatch", region_name="us-east-1", endpoint_url=services.aws_endpoint, **CREDENTIALS))
+        broker = BrokerLagSource(admin, group, topic)
+        deployment = stack.enter_context(LocalDeployment(_template(bootstrap, topic, group), tmp_path, graceful=True))
+        deployment.scale(2)
+        deployment.wait_ready(2, within_s=60)
+        scaler = LocalAutoscaler(policy, deployment, broker, tmp_path / "controller.events.jsonl",
+                                 total_lag_source=source)
+        stack.enter_context(scaler.start(tick_s=0.25))
+        peak = _step_until_scaled_out(deployment, loader, stop_load)
+        _wait_drained(admin, group, topic)
+    produced, distinct, dups = _produced_processed(admin, topic, deployment.store_dir)
+    ups = [e for e in read_events(tmp_path / "controller.events.jsonl")
+           if e["event"] == "decision" and e["desired_replicas"] > e["current_replicas"]]
+    print(f"lag-per-slot on cloudwatch: peak {peak}, staleness at decision "
+          f"{[e['signal']['staleness_s'] for e in ups]} s, produced {produced}, processed {distinct}")
+
+    assert peak >= 4, f"no scale-out on the published lag: peak {peak}"
+    assert all(e["signal"]["source"] == "cloudwatch" and e["signal"]["staleness_s"] >= 0 for e in ups), ups
+    assert (produced, distinct, dups) == (delivered[0], produced, 0), "processed != produced"
+
