@@ -72,7 +72,8 @@ def plan_lag_source(settings: Any, policy: Any) -> LagSourcePlan:
         raise ConfigError(f"--lag-source: {kind!r} is not allowed with the policy {policy.manifest_name!r}, "
                           "whose trigger reads offsets per partition (KEDA's kafka trigger or the persistent-lag "
                           f"scaler); allowed: broker (the total-lag sources {total_only} serve a policy that "
-                          "reads total lag, e.g. lag-per-slot); drop --lag-source or use --policy lag-per-slot")
+                          "reads total lag, e.g. lag-per-slot); drop --lag-source or use --policy lag-per-slot-ci "
+                          "(lag-per-slot at full scale)")
     triggers = [t for t in getattr(policy, "value_triggers", ()) if t.type_name == "aws-cloudwatch"]
     meta = triggers[0].meta if triggers else None
     period = settings.cloudwatch_period_s or (meta.metric_stat_period_s if meta else MSK_PERIOD_S)
