@@ -126,6 +126,38 @@ def replica_flag_parser(option: str) -> Callable[[str], Any]:
     return parse
 
 
+#: ``--lag-source`` values: the kinds of :data:`pytest_lagscale.sources.LAG_SOURCES` (kept here so
+#: the plugin's start-up imports no source; a unit test keeps the two equal).
+LAG_SOURCE_KINDS = ("broker", "prometheus", "cloudwatch", "confluent")
+#: CloudWatch's allowed periods below a minute (above it: multiples of 60), seconds.
+CLOUDWATCH_SHORT_PERIODS_S = (1, 5, 10, 30)
+
+
+def parse_cloudwatch_period(value: str) -> float:
+    """Parse ``--cloudwatch-period SECONDS``: 1, 5, 10, 30 or a multiple of 60 up to 3600 (the
+    periods CloudWatch stores; MSK publishes every 60).
+
+    Raises:
+        argparse.ArgumentTypeError: not one of those.
+    """
+    seconds = _seconds("--cloudwatch-period", value, 1.0, 3600.0)
+    if seconds != int(seconds) or (seconds < 60 and seconds not in CLOUDWATCH_SHORT_PERIODS_S) \
+            or (seconds >= 60 and seconds % 60):
+        raise argparse.ArgumentTypeError(
+            f"--cloudwatch-period: {seconds!r} is not a CloudWatch period; allowed: 1, 5, 10, 30 or a "
+            "multiple of 60 seconds up to 3600")
+    return seconds
+
+
+def parse_cloudwatch_window(value: str) -> float:
+    """Parse ``--cloudwatch-window SECONDS``: how far back the CloudWatch source looks, 10..86400.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number in range.
+    """
+    return _seconds("--cloudwatch-window", value, 10.0, 86_400.0)
+
+
 def parse_kafka_config(value: str) -> tuple[str, str]:
     """Parse one ``KEY=VALUE`` librdkafka setting (``--kafka-config``)."""
     key, sep, val = str(value).partition("=")
@@ -281,6 +313,22 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "run, or a directory of <run label>.json files; a regression fails the session "
               "(the CLI exits 1). Default: none.", metavar="PATH", prefixed=True,
               setting=None),
+    _choices("lag-source", "lag_source", LAG_SOURCE_KINDS, "Where a policy reading total lag "
+             "(lag-per-slot) reads it: the broker's offsets, the run's Prometheus (the lag "
+             "exporter's sum), CloudWatch's SumOffsetLag (a local moto server the run's lag is "
+             "published to every --cloudwatch-period) or the Confluent Metrics API (a local "
+             "service over the run's Prometheus). Policies reading offsets per partition (KEDA's "
+             "kafka trigger, the persistent-lag scaler) take only broker. Default: broker.",
+             default="broker"),
+    RunOption("cloudwatch-period", "cloudwatch_period_s", "Seconds between the SumOffsetLag "
+              "datapoints the run publishes to its CloudWatch stand-in, and the period the "
+              "cloudwatch source asks for (1, 5, 10, 30 or a multiple of 60). Default: the "
+              "policy's aws-cloudwatch trigger's metricStatPeriod, else 60 (MSK's).",
+              metavar="SECONDS", parse=parse_cloudwatch_period),
+    RunOption("cloudwatch-window", "cloudwatch_window_s", "Seconds the cloudwatch source looks "
+              "back (10 to 86400). Default: the policy's aws-cloudwatch trigger's "
+              "metricCollectionTime, else 300 (the recipe's 5 minutes).", metavar="SECONDS",
+              parse=parse_cloudwatch_window),
     RunOption("settle-timeout", "settle_timeout_s", "After the profile ends, seconds to wait "
               "for lag <= lagThreshold and replicas == minReplicaCount (0 to 7200). Default: "
               "300.", metavar="SECONDS", parse=parse_settle_timeout, default=300.0),

@@ -2,7 +2,8 @@
 
 Pure data: the runner (``platform.autoscaler``) fills it from the lag source, the platform's
 replica counts, for CPU triggers per-pod CPU samples, for ``type: external`` triggers what
-their gRPC scalers answered and, for a Pods metric, its per-pod values from Prometheus;
+their gRPC scalers answered, for value-reading triggers their services' answers, the total
+lag of a source without per-partition offsets and, for a Pods metric, its per-pod values from Prometheus;
 ``control`` only reads it.
 """
 
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pytest_lagscale.control.hpa.replica_calculator import PodCpu, PodMetric
+
+if TYPE_CHECKING:
+    from pytest_lagscale.sources.base import TotalLag
 
 #: ``{partition: (committed, log_end)}``; committed -1 = none committed, log_end None = missing
 #: from the latest-offset response.
@@ -40,6 +45,27 @@ class ExternalMetric:
 
 
 @dataclass(frozen=True)
+class ValueReading:
+    """One value-reading trigger's answer (``prometheus``, ``aws-cloudwatch``, ``metrics-api``), as
+    the runner fetched it just before a step (``pytest_lagscale.platform.value_triggers``).
+
+    Attributes:
+        response: the service's answer as the trigger parses it: a ``GET /api/v1/query`` JSON
+            mapping (prometheus), a ``GetMetricData`` response mapping (aws-cloudwatch), the
+            body bytes (metrics-api); None when the call failed.
+        error: the failed call's message, None on success.
+        datapoint_utc: UTC ISO-8601 time of the datapoint the value came from (the query's
+            evaluation time; the newest CloudWatch period's start), None when unknown.
+        staleness_s: seconds between that datapoint and the read, None when unknown.
+    """
+
+    response: Any = None
+    error: str | None = None
+    datapoint_utc: str | None = None
+    staleness_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Observation:
     """What the runner measured just before a step.
 
@@ -54,6 +80,12 @@ class Observation:
             triggers (None: the policy has none, or nothing was read).
         pod_metrics: per-pod values of the policy's ``type: Pods`` metric, one entry per pod
             that is not terminating (None = the metric could not be read this step).
+        values: trigger index -> its answer, for value-reading triggers (``prometheus``,
+            ``aws-cloudwatch``, ``metrics-api``); None when the policy has none.
+        total_lag: the run's total-lag source's reading
+            (:class:`~pytest_lagscale.sources.base.TotalLag`) for a policy that reads total lag
+            when the source has no offsets per partition (``--lag-source`` other than broker);
+            None otherwise or when the read failed.
     """
 
     current_replicas: int
@@ -63,6 +95,8 @@ class Observation:
     cpu_pods: tuple[PodCpu, ...] | None = None
     external: Mapping[int, ExternalMetric] | None = None
     pod_metrics: tuple[PodMetric, ...] | None = None
+    values: Mapping[int, ValueReading] | None = None
+    total_lag: TotalLag | None = None
 
     @property
     def status(self) -> int:

@@ -57,6 +57,7 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         wall_time_s: seconds the run took up to now.
     """
     from ..report.timeline_png import write_timeline_png
+    from .lag_signal import signal_summary
 
     plan, layout = run.plan, run.layout
     records = layout.merge_events()
@@ -97,7 +98,9 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                        measurements=measurements, reconciliation=reconciliation,
                        timeline=run.timeline, events=events, inputs=inputs,
                        artifacts={**layout.artifacts(), "replicas_png": replicas_png},
-                       extra_metrics=extra, run_info=_run_info(run),
+                       extra_metrics=extra,
+                       # the signal's staleness at the controller's steps, per source kind
+                       run_info={**_run_info(run), "lag_signal": signal_summary(records)},
                        experiment={"replicas": replicas.to_dict()},
                        machine_info=machine_info(), commit_info=commit_info(),
                        store_times=store)
@@ -161,6 +164,8 @@ def _run_info(run: Any) -> dict[str, Any]:
             "scaled_object_file": plan.policy_config.source,
             "deployment_file": plan.deployment.source,
             "spark_connect": _spark_connect_info(run),
+            # --lag-source and the stand-ins it started; trigger_addresses: manifest -> run
+            "lag_source": run.lag_signal,
             # the consumers' own lag (consumer_records_lag) beside the committed-offset lag
             "consumer_lag": compare_lag_views(run.timeline)}
 

@@ -13,6 +13,7 @@ from ..config.deployment import DeploymentConfig, load_deployment
 from ..errors import ConfigError
 from ..load.profiles import Profile, load_profile
 from .actions import PlanFacts, Scheduled, plan_actions
+from .lag_signal import LagSourcePlan, plan_lag_source
 from .settings import RunSettings
 
 
@@ -43,6 +44,8 @@ class RunPlan:
         policy_kind: the policy's registry name (e.g. ``keda-hpa``).
         replica_range: ``(minReplicaCount, maxReplicaCount)`` of the policy (read once here;
             the runner's settle loop asks every second).
+        lag_source: where the policy reads lag and what the ``sources`` phase starts
+            (:func:`~.lag_signal.plan_lag_source`).
     """
 
     settings: RunSettings
@@ -62,6 +65,7 @@ class RunPlan:
     replica_range: tuple[int, int] = (1, 1)
     trigger_interval_s: float = 0.0
     spark_remote: str | None = None
+    lag_source: LagSourcePlan = LagSourcePlan()
 
     def build_policy(self, *, created_at_s: float = 0.0) -> Any:
         """A fresh :class:`~pytest_lagscale.control.policy.base.ScalingPolicy` of this plan."""
@@ -162,6 +166,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
         default = load_policy_manifest(manifest_paths(settings.scale)["scaled_object"])
         reference = build_policy(default).lag_threshold_records
     _check_local_scaler_metadata(policy, policy_config.source)
+    lag_source = plan_lag_source(settings, policy)
     if policy.needs_lag is False and policy.needs_cpu and not deployment.cpu_request_millicores:
         raise ConfigError(f"{deployment.source}: the policy {policy_config.source} scales on "
                           "CPU utilization but the consumer container has no "
@@ -177,7 +182,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    spike=profile_spike_window(profile), actions=actions,
                    max_partitions=max([profile.partitions, *grown]),
                    reference_lag_threshold=int(reference or 0), policy_kind=policy.name,
-                   replica_range=(policy.min_replicas, policy.max_replicas))
+                   replica_range=(policy.min_replicas, policy.max_replicas), lag_source=lag_source)
 
 
 def _check_local_scaler_metadata(policy: Any, source: str) -> None:

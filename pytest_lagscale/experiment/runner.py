@@ -13,6 +13,10 @@ Ctrl-C, SIGTERM/SIGHUP) stops everything started so far, newest first:
                ``lagscale.dev/local-scaler-address``): ``lagscale scaler serve`` as a child
                process on a free port;
 ``observe``    Prometheus (1 s scrape, file-based discovery) and the lag exporter;
+``sources``    the ``--lag-source``'s counterparts (moto's server and the SumOffsetLag
+               publisher for cloudwatch or an aws-cloudwatch trigger; the local Confluent
+               Metrics API), the total-lag source and the value triggers' reader
+               (:mod:`.lag_signal`);
 ``deploy``     the platform's Deployment at minReplicaCount, waited ready;
 ``autoscale``  the scaling policy's autoscaler (first decision made), then a few scrapes;
 ``load``       the profile produced (open model), phase marks and scheduled actions on time;
@@ -123,6 +127,9 @@ class _Parts:
     spark_server: Any = None
     scaler: Any = None
     targets: tuple[str, ...] = ()
+    moto: Any = None
+    total_lag_source: Any = None
+    value_reader: Any = None
 
 
 def run_suffix(run_dir_name: str) -> str:
@@ -162,6 +169,8 @@ class Run:
         self.timeline: Any = None
         self.actions_done: list[dict[str, Any]] = []
         self.settled = False
+        #: What the ``sources`` phase started (kind, addresses; ``run_info.lag_source``).
+        self.lag_signal: dict[str, Any] = {}
         #: The spark-connect engine's server URL (the plan's, or the run's own server's).
         self.spark_remote: str | None = plan.spark_remote
 
@@ -247,6 +256,12 @@ class Run:
         stack.callback(exporter.shutdown)
         self.parts.prometheus.set_targets("lag_exporter", [f"127.0.0.1:{port}"])
 
+    def sources(self, stack: ExitStack) -> None:
+        """The lag source's counterparts and readers (:func:`.lag_signal.start_lag_sources`)."""
+        from .lag_signal import start_lag_sources
+
+        start_lag_sources(self, stack)
+
     def deploy(self, stack: ExitStack) -> None:
         from ..platform import make_platform
         from ..platform.local import template_from_deployment
@@ -276,7 +291,8 @@ class Run:
             cpu_request_millicores=self.parts.template.cpu_request_millicores,
             external_scalers=self._external_scalers(),
             # read only by a policy with a Pods metric (also after a switch_policy to one)
-            pod_metrics=PrometheusPodMetrics(self.parts.prometheus.url))
+            pod_metrics=PrometheusPodMetrics(self.parts.prometheus.url),
+            value_triggers=self.parts.value_reader, total_lag_source=self.parts.total_lag_source)
         self.parts.autoscaler = stack.enter_context(autoscaler)
         self.parts.prometheus.set_targets("controller",
                                           [f"127.0.0.1:{autoscaler.metrics_port}"])
@@ -385,7 +401,7 @@ class Run:
         """The progress line's lag: the autoscaler's last observation when its policy reads
         lag, else one read of the lag source (a CPU policy reads none)."""
         autoscaler = self.parts.autoscaler
-        if autoscaler.controller.needs_lag:
+        if autoscaler.controller.needs_lag and autoscaler.last_offsets is not None:
             return unprocessed_records(autoscaler.last_offsets)
         return _read_unprocessed(self.parts.lag_source)
 
@@ -438,7 +454,7 @@ class Run:
 #: The run's phases in order (name, method).
 PHASES: tuple[tuple[str, Callable[[Run, ExitStack], None]], ...] = (
     ("broker", Run.broker), ("topic", Run.topic_phase), ("spark", Run.spark),
-    ("scaler", Run.scaler), ("observe", Run.observe),
+    ("scaler", Run.scaler), ("observe", Run.observe), ("sources", Run.sources),
     ("deploy", Run.deploy), ("autoscale", Run.autoscale), ("load", Run.load),
     ("settle", Run.settle), ("record", Run.record))
 

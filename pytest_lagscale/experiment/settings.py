@@ -51,6 +51,12 @@ class RunSettings:
             replicas == minReplicaCount before recording (0..7200).
         actions: actions scheduled in addition to the profile's
             (:class:`~pytest_lagscale.load.profiles.ActionSpec`).
+        lag_source: where a total-lag policy reads lag (``--lag-source``: broker, prometheus,
+            cloudwatch, confluent).
+        cloudwatch_period_s: seconds between published SumOffsetLag datapoints and the
+            cloudwatch source's period; None = the aws-cloudwatch trigger's, else 60.
+        cloudwatch_window_s: seconds the cloudwatch source looks back; None = the trigger's
+            metricCollectionTime, else 300.
     """
 
     profile: str | Path | None = None
@@ -74,6 +80,9 @@ class RunSettings:
     name: str | None = None
     settle_timeout_s: float = 300.0
     actions: tuple[Any, ...] = ()
+    lag_source: str = "broker"
+    cloudwatch_period_s: float | None = None
+    cloudwatch_window_s: float | None = None
 
     def check(self) -> "RunSettings":
         """Return self when every value is allowed.
@@ -160,4 +169,6 @@ class RunSettings:
             parts.append("sigkill")
         if self.static_membership:
             parts.append("static")
+        if self.lag_source != "broker":
+            parts.append(self.lag_source)
         return "-".join(parts)

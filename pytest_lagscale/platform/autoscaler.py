@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from ..clock import Clock, RealClock
 from ..control.hpa import PodCpu, PodMetric
-from ..control.observation import ExternalMetric, Observation
+from ..control.observation import ExternalMetric, Observation, ValueReading
 from ..control.policy.base import PolicyStep, ScalingPolicy
 from ..eventlog import EventLog
 from ..lifecycle import StartStop
-from ..sources.base import LagSource
+from ..sources.base import LagSource, TotalLag, offsets_total_records, utc_now
 from .base import Platform
 from .cpu import CpuSampler
 
@@ -116,6 +117,19 @@ class LocalAutoscaler(StartStop):
         pod_metrics: ``read(metric_name, replicas) -> PodMetricsReading`` (a
             :class:`~pytest_lagscale.platform.pod_metrics.PrometheusPodMetrics`), read only for a
             policy with a Pods metric; None: such a policy sees no values (no change).
+        value_triggers: ``read(triggers) -> {trigger_index: ValueReading}`` (a
+            :class:`~pytest_lagscale.platform.value_triggers.ValueTriggerReader`), read for a
+            policy with ``prometheus``, ``aws-cloudwatch`` or ``metrics-api`` triggers; None:
+            such triggers read as errors.
+        total_lag_source: a :class:`~pytest_lagscale.sources.base.TotalLagSource` without
+            offsets per partition (``--lag-source`` prometheus, cloudwatch, confluent): a policy
+            that ``reads_total_lag`` (lag-per-slot) decides on its ``total_lag()`` instead of
+            ``lag_source``'s offsets. None: every policy reads ``lag_source``.
+
+    Every step event and ``decision`` event of a step that read lag carries ``signal``: the
+    source kind, the value in records, ``datapoint_utc`` and ``staleness_s`` (from
+    :class:`~pytest_lagscale.sources.base.TotalLag`; the broker's offsets are dated at the read,
+    0 s old), and per value trigger its ``datapoint_utc`` and ``staleness_s``.
 
     Attributes:
         decisions: every step applied so far, in order.
@@ -128,7 +142,7 @@ class LocalAutoscaler(StartStop):
                  lag_source: LagSource | None, event_log_path: str | Path, *,
                  clock: Clock | None = None, cpu_request_millicores: int | None = None,
                  name: str | None = None, cpu_sampler: Any = None, external_scalers: Any = None,
-                 pod_metrics: Any = None):
+                 pod_metrics: Any = None, value_triggers: Any = None, total_lag_source: Any = None):
         self.policy = policy
         self.deployment = deployment
         self.lag_source = lag_source
@@ -140,6 +154,9 @@ class LocalAutoscaler(StartStop):
         self._cpu = (cpu_sampler or CpuSampler()) if cpu_request_millicores else None
         self.external_scalers = external_scalers
         self.pod_metrics = pod_metrics
+        self.value_triggers = value_triggers
+        self.total_lag_source = total_lag_source
+        self._signal: dict[str, Any] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -187,12 +204,16 @@ class LocalAutoscaler(StartStop):
             return list(decision.steps)
 
     def _observe(self, now_s: float, policy: ScalingPolicy) -> Observation:
-        offsets = None
-        if policy.needs_lag and self.lag_source is not None:
+        offsets, total_lag, self._signal = None, None, None
+        if policy.needs_lag and self.total_lag_source is not None and getattr(policy, "reads_total_lag", False):
+            total_lag = self._read_total_lag()
+        elif policy.needs_lag and self.lag_source is not None:
             try:
                 offsets = self.lag_source.read()
             except Exception as exc:  # BrokerError, transport: a trigger error, as in KEDA
                 self.events.emit("lag_read_failed", error=str(exc))
+            else:
+                self._signal = broker_signal(offsets, utc_now())
         cpu_pods = None
         if self._cpu is not None and self.cpu_request_millicores:
             # Sampled for every policy (what the metrics server would report), so a lag policy's
@@ -211,7 +232,37 @@ class LocalAutoscaler(StartStop):
                            status_replicas=self.deployment.current_replicas,
                            ready_replicas=self.deployment.ready_replicas, cpu_pods=cpu_pods,
                            external=self._read_external(policy),
-                           pod_metrics=self._pod_metrics(policy))
+                           pod_metrics=self._pod_metrics(policy),
+                           values=self._read_values(policy), total_lag=total_lag)
+
+    def _read_total_lag(self) -> Any:
+        """The total-lag source's reading (None and a ``lag_read_failed`` event on failure)."""
+        try:
+            reading = self.total_lag_source.total_lag()
+        except Exception as exc:  # LagSourceError, transport: the policy holds, as without lag
+            self.events.emit("lag_read_failed", source=self.total_lag_source.name, error=str(exc))
+            return None
+        self._signal = total_lag_signal(reading)
+        return reading
+
+    def _read_values(self, policy: ScalingPolicy) -> dict[int, ValueReading] | None:
+        """Each value trigger's answer (None: the policy has no such trigger)."""
+        triggers = getattr(policy, "value_triggers", ())
+        if not triggers:
+            return None
+        if self.value_triggers is None:
+            return {t.trigger_index: ValueReading(error="this run reads no value triggers") for t in triggers}
+        readings = self.value_triggers.read(triggers)
+        signal = self._signal or {}
+        signal["triggers"] = {}
+        for index, reading in readings.items():
+            if reading.error is not None:
+                self.events.emit("value_read_failed", trigger_index=index, error=reading.error)
+            signal["triggers"][str(index)] = {"type": next(t.type_name for t in triggers if t.trigger_index == index),
+                                              "datapoint_utc": reading.datapoint_utc,
+                                              "staleness_s": reading.staleness_s}
+        self._signal = signal
+        return readings
 
     def _read_external(self, policy: ScalingPolicy) -> dict[int, ExternalMetric] | None:
         """Each external trigger's scaler over gRPC (None: the policy has no such trigger)."""
@@ -246,12 +297,13 @@ class LocalAutoscaler(StartStop):
         self.metrics.record(step)
         record = dataclasses.asdict(step)  # type: ignore[call-overload]
         event = record.pop("event")
-        self.events.emit(event, **record, ready_replicas=self.deployment.ready_replicas)
+        signal = {"signal": self._signal} if self._signal else {}
+        self.events.emit(event, **record, ready_replicas=self.deployment.ready_replicas, **signal)
         if step.replicas_after != step.replicas_before:
             # The analysis's one name for "the controller changed the scale" (reaction time's
             # detection ends at the first one with desired_replicas > current_replicas).
             self.events.emit("decision", via=event, desired_replicas=step.replicas_after,
-                             current_replicas=step.replicas_before)
+                             current_replicas=step.replicas_before, **signal)
             self.deployment.scale(step.replicas_after)
         return step
 
@@ -289,3 +341,19 @@ class LocalAutoscaler(StartStop):
         if self.external_scalers is not None:
             self.external_scalers.close()
         self.events.close()
+
+
+def total_lag_signal(reading: TotalLag) -> dict[str, Any]:
+    """The ``signal`` of a step that read ``reading``: source kind, ``lag_records``,
+    ``datapoint_utc`` (UTC ISO-8601, None without a datapoint) and ``staleness_s``."""
+    stamp = reading.datapoint_utc
+    staleness = reading.staleness_s
+    return {"source": reading.source, "lag_records": reading.lag_records,
+            "datapoint_utc": None if stamp is None else stamp.isoformat(),
+            "staleness_s": None if staleness is None else round(staleness, 3)}
+
+
+def broker_signal(offsets: Any, read_utc: datetime) -> dict[str, Any]:
+    """The ``signal`` of a step that read the broker's offsets at ``read_utc``: their total
+    (:func:`~pytest_lagscale.sources.base.offsets_total_records`), dated at the read, 0 s old."""
+    return total_lag_signal(TotalLag(float(offsets_total_records(offsets)), read_utc, read_utc, "broker"))

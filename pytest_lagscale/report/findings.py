@@ -3,7 +3,7 @@
 ``lagscale report`` (:mod:`.findings_cli`) and ``--lagscale-report`` load the benchmark JSON
 documents of experiment runs (:func:`load_runs`), find which experiments each run belongs to
 (:func:`experiments_of`), and build :class:`Findings` (:func:`build_findings`): the
-recommendations first, then one :class:`Section` per experiment 1..9 (DESIGN.md's eight and
+recommendations first, then one :class:`Section` per experiment 1..10 (DESIGN.md's eight and
 issue 14's policy shoot-out), filled by
 that experiment's extractor (:data:`.findings_extract.EXTRACTORS`). Rendering is
 :mod:`.findings_render` (Jinja2 templates in ``report/templates``).
@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 
-EXPERIMENTS = range(1, 10)
+EXPERIMENTS = range(1, 11)
 
 # Experiment number -> (title, question, the lab's headline assertion), from DESIGN.md's table.
 QUESTIONS: dict[int, tuple[str, str, str]] = {
@@ -57,11 +57,17 @@ QUESTIONS: dict[int, tuple[str, str, str]] = {
         "seeds' claims hold?",
         "one table per profile; every policy completes with processed == produced; the seeds' "
         "claims judged with the measured ratio"),
+    10: ("The cost of a late lag signal",
+         "What does reading lag from Prometheus or CloudWatch-style aggregated datapoints instead "
+         "of the broker cost in reaction time, peak lag, drain and replica-seconds?",
+         "per source: reaction (detection especially), staleness at decision, peak lag, drain, "
+         "replica-seconds; the broker reacts no later than the others; processed == produced"),
 }
 
 # experiment.<key> recorded by an experiment's test -> the experiment number.
 RECORD_KEYS: dict[str, int] = {"signal": 1, "rebalance_dip": 3, "ceiling": 4, "cap": 4,
-                               "flapping": 5, "partitions": 7, "sweep": 8, "policies": 9}
+                               "flapping": 5, "partitions": 7, "sweep": 8, "policies": 9,
+                               "lag_sources": 10}
 IMAGES = ("timeline.png", "replicas.png")
 SPIKE_PROFILES = ("spike", "spike-ci")  # experiments 2 and 6's profile at full and ci scale
 
@@ -169,7 +175,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Findings:
-    """The report: recommendations, then sections 1..9, over ``runs``; ``simulated`` is the
+    """The report: recommendations, then sections 1..10, over ``runs``; ``simulated`` is the
     twin's full-scale predictions and tune cross-check (:mod:`.simulated`), None when not
     asked for."""
 

@@ -36,10 +36,12 @@ What each reads (benchmark JSON keys):
    ``reaction_slo_met``, ``handed_over``, ``lost_records``, ``duplicated_records``) and, from the
    table test, ``table`` (policy -> row) and on bursty ``claims`` (the seeds' claims judged)
    -> one table per profile.
+10. ``experiment.lag_sources`` (:mod:`.findings_extract_sources`): one table of the sources.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any, Callable, Mapping
 
 from .findings import Extract, Figure, Recommendation, RunDoc, Table
@@ -424,3 +426,7 @@ def policies(runs: list[RunDoc]) -> Extract:
         for c in claims)
     return Extract(figures, "Measured: " + "; ".join(parts) + f". Seed claims: {verdicts}.",
                    tables=tables)
+
+
+# Experiment 10's extractor lives in its own module (this one is full); importing it registers it.
+import_module(".findings_extract_sources", __package__)

@@ -28,39 +28,13 @@ from pytest_lagscale.sources import BrokerLagSource
 from spark_consumer.store import read_store
 from tests.replica_helpers import store_counts
 
+from ._load_step import drained, produce_step
+
 pytestmark = pytest.mark.integration
 TOPIC, GROUP, PARTITIONS = "events-lag-per-slot", "enrich-lag-per-slot", 8
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 COOLDOWN_S = 8
 SPEC = {"lagPerSlot": 5_000, "scaleDownLag": 1_000, "cooldownSeconds": COOLDOWN_S, "pollingInterval": 1}
-
-
-def _produce_step(bootstrap: str, stop: threading.Event) -> int:
-    """200 rec/s for 5 s, 6,000 rec/s for 10 s (60,000 records), then 200 rec/s until stopped;
-    returns the records delivered."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
-    delivered = [0]
-
-    def on_delivery(err, _msg) -> None:
-        delivered[0] += err is None
-
-    sent, started = 0, time.monotonic()
-    while not stop.is_set():
-        rate = 6000 if 5 <= time.monotonic() - started < 15 else 200
-        for _ in range(int(rate * 0.05)):
-            producer.produce(TOPIC, bytes(280), key=str(sent).encode(), on_delivery=on_delivery)
-            sent += 1
-        producer.poll(0)
-        time.sleep(0.05)
-    producer.flush(30)
-    return delivered[0]
-
-
-def _drained(admin: KafkaAdmin) -> bool:
-    ends, done = admin.end_offsets(TOPIC), admin.committed_offsets(GROUP, TOPIC)
-    return bool(ends) and all(done.get(p, -1) == end for p, end in ends.items())
 
 
 def test_a_lag_step_scales_out_and_halves_back_processing_exactly_what_was_produced(
@@ -77,7 +51,8 @@ def test_a_lag_step_scales_out_and_halves_back_processing_exactly_what_was_produ
                         "--process-ms": "10", "--inflight": "10", "--drain-timeout": "10"})
     stop_load = threading.Event()
     delivered: list[int] = []
-    loader = threading.Thread(target=lambda: delivered.append(_produce_step(bootstrap, stop_load)))
+    loader = threading.Thread(target=lambda: delivered.append(
+        produce_step(bootstrap, TOPIC, stop_load, step_rate_per_s=6000)))
     events_path = tmp_path / "controller.events.jsonl"
     with LocalDeployment(template, tmp_path, graceful=True) as deployment:
         deployment.scale(config.min_parallelism)
@@ -97,7 +72,7 @@ def test_a_lag_step_scales_out_and_halves_back_processing_exactly_what_was_produ
                 stop_load.set()
                 loader.join(60)
             deadline = time.monotonic() + 60
-            while not _drained(admin) and time.monotonic() < deadline:
+            while not drained(admin, GROUP, TOPIC) and time.monotonic() < deadline:
                 time.sleep(0.5)
         final = deployment.desired_replicas
         store = deployment.store_dir

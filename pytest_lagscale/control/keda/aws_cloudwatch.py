@@ -27,8 +27,9 @@ awsAccessKeyID + awsSecretAccessKeyFromEnv, or an authenticationRef: the credent
 The metric is ``s<i>-aws-cloudwatch``; its value is the newest value of the query's first
 result (ScanBy TimestampDescending), ``minMetricValue`` when there is none.
 
-Not yet registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS` (docs/lag-sources.md,
-"Wiring").
+Registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS`; the runner fetches the
+answer (:mod:`pytest_lagscale.platform.value_triggers`) into ``observation.values`` and
+:meth:`~.value_trigger.ValueTrigger.evaluate` parses it here.
 
 Source: kedacore/keda pkg/scalers/aws_cloudwatch_scaler.go (awsCloudwatchMetadata, Validate,
 checkMetricStatPeriod, checkMetricUnit, computeQueryWindow, createCloudwatchMetricDataInput,

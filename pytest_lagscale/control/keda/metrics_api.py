@@ -22,8 +22,9 @@ authMode + apiKey/method/keyParamName -    apiKey (inline or authenticationRef),
 
 The metric is ``s<i>-metric-api-<valueLocation>`` (``/ . : % ( )`` as ``-``).
 
-Not yet registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS` (docs/lag-sources.md,
-"Wiring").
+Registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS`; the runner fetches the
+answer (:mod:`pytest_lagscale.platform.value_triggers`) into ``observation.values`` and
+:meth:`~.value_trigger.ValueTrigger.evaluate` parses it here.
 
 Source: kedacore/keda pkg/scalers/metrics_api_scaler.go (metricsAPIScalerMetadata,
 parseMetricsAPIMetadata, getValueFromJSONResponse, GetMetricSpecForScaling,

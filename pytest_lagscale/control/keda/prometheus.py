@@ -23,8 +23,9 @@ authModes + auth keys -        bearer/basic/tls/custom/oauth/apiKey; credentials
 The metric is ``s<i>-prometheus``; its value is the query's one number (a milli-quantity);
 active when it exceeds ``activationThreshold``.
 
-Not yet registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS`: the runner has no
-reading for it yet (docs/lag-sources.md, "Wiring").
+Registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS`; the runner fetches the
+answer (:mod:`pytest_lagscale.platform.value_triggers`) into ``observation.values`` and
+:meth:`~.value_trigger.ValueTrigger.evaluate` parses it here.
 
 Source: kedacore/keda pkg/scalers/prometheus_scaler.go (prometheusMetadata, parsePrometheusMetadata,
 ExecutePromQuery, GetMetricsAndActivity, GetMetricSpecForScaling) v2.20.2

@@ -8,21 +8,28 @@ type switches.
 Example:
     >>> from pytest_lagscale.control.keda.registry import TRIGGERS
     >>> sorted(TRIGGERS)
-    ['cpu', 'external', 'kafka']
+    ['aws-cloudwatch', 'cpu', 'external', 'kafka', 'metrics-api', 'prometheus']
     >>> TRIGGERS["kafka"].metric_types
     ('AverageValue', 'Value')
 """
 
 from __future__ import annotations
 
+from pytest_lagscale.control.keda.aws_cloudwatch import CloudWatchTrigger
 from pytest_lagscale.control.keda.base import TriggerType
 from pytest_lagscale.control.keda.cpu import CpuTrigger
 from pytest_lagscale.control.keda.external import ExternalTrigger
 from pytest_lagscale.control.keda.kafka_lag import KafkaLagTrigger
+from pytest_lagscale.control.keda.metrics_api import MetricsApiTrigger
+from pytest_lagscale.control.keda.prometheus import PrometheusTrigger
 
 #: Trigger types lagscale simulates, in the order error messages list them.
 TRIGGERS: dict[str, TriggerType] = {
     "kafka": KafkaLagTrigger,
     "cpu": CpuTrigger,
     "external": ExternalTrigger,
+    # value-reading triggers: the runner fetches their answer (platform/value_triggers.py)
+    "prometheus": PrometheusTrigger,
+    "aws-cloudwatch": CloudWatchTrigger,
+    "metrics-api": MetricsApiTrigger,
 }

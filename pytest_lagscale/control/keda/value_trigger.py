@@ -15,10 +15,10 @@ AverageValue target must be positive); specs/keda-hpa-semantics.md §2.3, §3.3
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_lagscale.config._problems import join
-from pytest_lagscale.control.keda.base import MetricTarget, TriggerResult, external_metric_proposal
+from pytest_lagscale.control.keda.base import MetricTarget, TriggerError, TriggerResult, external_metric_proposal
 
 if TYPE_CHECKING:
     from pytest_lagscale.config._problems import Problems
@@ -70,11 +70,14 @@ class ValueTrigger:
     resource_metric = False
     needs_lag = False
     needs_cpu = False
+    #: :meth:`evaluate` reads ``observation.values[trigger_index]`` (the runner fetches it).
+    needs_value = True
     lag_threshold_records = None
 
     def __init__(self, name: str, threshold: float, activation_threshold: float, *, trigger_index: int = 0,
                  metric_type: str = "AverageValue"):
         self.trigger_index = trigger_index
+        self.type_name = name
         self.metric_name = metric_name(trigger_index, name)
         self.metric_target = MetricTarget(metric_type, milli_quantity(threshold))
         self.activation_threshold = activation_threshold
@@ -91,6 +94,30 @@ class ValueTrigger:
         when ``value`` > the activation threshold (compared before rounding, as KEDA does)."""
         return TriggerResult(metric_value=milli_quantity(value), active=value > self.activation_threshold,
                              total_lag=None, total_lag_with_persistent=None)
+
+    def evaluate_response(self, response: Any) -> TriggerResult:
+        """The metric and activity for one answer of the service (the subclass's parser)."""
+        raise NotImplementedError
+
+    def evaluate(self, observation: Observation, now_s: float) -> TriggerResult:
+        """The metric and activity of the answer the runner fetched just before the step.
+
+        Args:
+            observation: ``values[trigger_index]`` holds the answer
+                (:class:`~pytest_lagscale.control.observation.ValueReading`).
+            now_s: time of the step in seconds (unused: the service dates its own data).
+
+        Raises:
+            TriggerError: nothing was read, the call failed, or the answer is not a value
+                (the subclass's messages, KEDA's).
+        """
+        reading = (observation.values or {}).get(self.trigger_index)
+        where = f"{self.type_name} trigger {self.trigger_index}"
+        if reading is None:
+            raise TriggerError(f"{where}: not read")
+        if reading.error is not None:
+            raise TriggerError(f"{where}: {reading.error}")
+        return self.evaluate_response(reading.response)
 
     def proposal(self, metric_value: float | None, observation: Observation, tolerance: float) -> int | None:
         """The HPA's proposal for this External metric (None without a value)."""

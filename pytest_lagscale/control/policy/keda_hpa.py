@@ -33,6 +33,7 @@ from pathlib import Path
 from pytest_lagscale.config.hpa import HpaConfig
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig
 from pytest_lagscale.control.controller import PollDecision, ScalingController, SyncDecision
+from pytest_lagscale.control.keda.base import Trigger
 from pytest_lagscale.control.keda.external import ExternalScalerCall, ExternalTrigger
 from pytest_lagscale.control.observation import Observation
 from pytest_lagscale.control.policy.base import Decision
@@ -114,6 +115,12 @@ class KedaHpaPolicy:
         local = self.controller.spec.harness.local_scaler_address
         return tuple(t.call(self.metrics_name, self.namespace, local) for t in self.controller.triggers
                      if isinstance(t, ExternalTrigger))
+
+    @property
+    def value_triggers(self) -> tuple[Trigger, ...]:
+        """The value-reading triggers (``prometheus``, ``aws-cloudwatch``, ``metrics-api``): the
+        runner fetches each one's answer into ``observation.values`` before each step."""
+        return tuple(t for t in self.controller.triggers if getattr(t, "needs_value", False))
 
     @property
     def needs_local_scaler(self) -> bool:

@@ -133,6 +133,20 @@ def total_lag_records(offsets: Offsets) -> int:
     return total
 
 
+def observed_lag_records(observation: Observation) -> int | None:
+    """The total lag in records the policy decides on: the offsets' total
+    (:func:`total_lag_records`) when the runner read offsets, else the total-lag source's value
+    rounded to a record (the recipe's sources: CloudWatch's SumOffsetLag, the Confluent Metrics
+    API, a Prometheus sum); None when neither has a value (the read failed, or the source had no
+    datapoint under ``empty: unknown``)."""
+    if observation.offsets is not None:
+        return total_lag_records(observation.offsets)
+    reading = observation.total_lag
+    if reading is None or reading.lag_records is None:
+        return None
+    return int(round(reading.lag_records))
+
+
 def recipe_proposal(lag: int, current: int, config: LagPerSlotConfig) -> Proposal:
     """The recipe's rules 1-3 (module docstring) for ``lag`` records at ``current`` replicas.
 
@@ -192,6 +206,8 @@ class LagPerSlotPolicy:
 
     name: ClassVar[str] = "lag-per-slot"
     needs_lag: ClassVar[bool] = True
+    #: The recipe reads one total: any lag source will do (``observation.total_lag``).
+    reads_total_lag: ClassVar[bool] = True
     needs_cpu: ClassVar[bool] = False
     first_decision_within_s: ClassVar[float] = 0.0
 
@@ -244,7 +260,8 @@ class LagPerSlotPolicy:
         """Evaluate if due (else a ``NotDue`` decision with no steps).
 
         Args:
-            observation: ``current_replicas`` and ``offsets`` (None: lag read failed, hold).
+            observation: ``current_replicas`` and ``offsets``, or ``total_lag`` when the
+                run's lag source has no offsets per partition (neither: lag read failed, hold).
             now_s: time in seconds on the runner's monotonic clock.
         """
         if not self.due(now_s):
@@ -259,10 +276,10 @@ class LagPerSlotPolicy:
         """The rules and the cooldown on ``observation`` at ``now_s`` (reads state only)."""
         current = observation.current_replicas
         until = None if self.last_operation_s is None else self.last_operation_s + self.cooldown_s
-        if observation.offsets is None:
+        lag = observed_lag_records(observation)
+        if lag is None:
             return LagPerSlotStep(now_s, None, None, current, current, "LagUnavailable",
                                   f"consumer lag could not be read: hold at {current}", until)
-        lag = total_lag_records(observation.offsets)
         proposal = recipe_proposal(lag, current, self.config)
         if proposal.replicas != current and until is not None and now_s < until:
             return LagPerSlotStep(
@@ -275,4 +292,5 @@ class LagPerSlotPolicy:
                               now_s + self.cooldown_s if proposal.replicas != current else until)
 
 
-__all__ = ["LagPerSlotPolicy", "LagPerSlotStep", "Proposal", "recipe_proposal", "total_lag_records"]
+__all__ = ["LagPerSlotPolicy", "LagPerSlotStep", "Proposal", "observed_lag_records", "recipe_proposal",
+           "total_lag_records"]

@@ -21,9 +21,11 @@ NAMES = ("bursty, bursty-ci, ceiling, ceiling-ci, partitions, partitions-ci, reb
 MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, hpa-pods-lag, "
              "hpa-pods-lag-ci, lag-per-slot, lag-per-slot-ci, persistent-lag-scaler, scaledobject, "
              "scaledobject-ceiling, scaledobject-ceiling-ci, scaledobject-ceiling-idle, "
-             "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-flap, scaledobject-flap-ci, "
+             "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-cloudwatch, scaledobject-cloudwatch-ci, "
+             "scaledobject-flap, scaledobject-flap-ci, "
              "scaledobject-hysteresis, scaledobject-hysteresis-ci, scaledobject-partitions, "
              "scaledobject-partitions-ci, scaledobject-persistent-lag, scaledobject-persistent-lag-ci, "
+             "scaledobject-prometheus, scaledobject-prometheus-ci, "
              "scaledobject-rebalance, scaledobject-rebalance-ci, scaledobject-tuned, "
              "scaledobject-tuned-ci")
 

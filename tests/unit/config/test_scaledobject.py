@@ -107,7 +107,7 @@ BAD = [
                  ["'spec.triggers[0].metricType': got 'Utilization', expected one of {'AverageValue', 'Value'} in "
                   "so.yaml; use one of {'AverageValue', 'Value'}"], id="1.1-kafka-utilization-rejected"),
     pytest.param((((*TRIGGER, "type"), "kafak"),),
-                 ["'spec.triggers[0].type': got 'kafak', expected one of {'kafka', 'cpu', 'external'} in so.yaml; "
+                 ["'spec.triggers[0].type': got 'kafak', expected one of {'kafka', 'cpu', 'external', 'prometheus', 'aws-cloudwatch', 'metrics-api'} in so.yaml; "
                   "use 'kafka'"],
                  id="trigger-type-typo"),
     pytest.param(((("spec", "triggers"), []),),

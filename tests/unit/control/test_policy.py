@@ -154,7 +154,7 @@ def test_steps_carry_the_event_record_fields() -> None:
 
 
 def test_registries_have_one_entry_per_kind() -> None:
-    assert list(TRIGGERS) == ["kafka", "cpu", "external"]
+    assert list(TRIGGERS) == ["kafka", "cpu", "external", "prometheus", "aws-cloudwatch", "metrics-api"]
     assert list(POLICIES) == ["ScaledObject", "HorizontalPodAutoscaler", "LagPerSlotPolicy"]
 
 

@@ -37,3 +37,58 @@ def test_lag_per_slot_scales_out_then_halves_through_the_autoscaler(tmp_path) ->
                if e["event"] == "lag_per_slot" and e["replicas_after"] != e["replicas_before"]]
     assert changed == [(2.0, "ScaleUpCappedAtMax"), (40.0, "ScaleDownHalved"), (70.0, "ScaleDownHalved")]
     assert scaler.has_decided()
+
+
+class StaleTotal:
+    """A total-lag source whose datapoint is ``age_s`` old (a CloudWatch period, say)."""
+
+    name = "cloudwatch"
+    per_partition = False
+
+    def __init__(self, total: float | None, age_s: float) -> None:
+        self.total, self.age_s, self.fail = total, age_s, False
+
+    def total_lag(self):
+        from datetime import datetime, timedelta, timezone
+
+        from pytest_lagscale.sources.base import LagSourceError, TotalLag
+
+        if self.fail:
+            raise LagSourceError("cloudwatch lag source: endpoint down")
+        now = datetime(2026, 11, 26, 4, 0, tzinfo=timezone.utc)
+        return TotalLag(self.total, now - timedelta(seconds=self.age_s), now, self.name)
+
+
+def test_lag_per_slot_decides_on_a_total_lag_source_and_logs_its_staleness(tmp_path) -> None:
+    """With a total-lag source the broker's offsets are not read; the decision and its step carry
+    the source, the value, datapoint_utc and staleness_s; a failed read holds (LagUnavailable)."""
+    clock, lag, deployment = FakeClock(0.0), ScriptedLag(), CountingDeployment(desired_replicas=2)
+    source = StaleTotal(40_000.0, 12.5)
+    policy = build_policy(load_policy_manifest(K8S / "lag-per-slot-ci.yaml"))
+    scaler = LocalAutoscaler(policy, deployment, lag, tmp_path / "c.jsonl", clock=clock, total_lag_source=source)
+    scaler.step(0.0)
+    source.fail = True
+    scaler.step(2.0)
+    scaler.stop()
+    assert lag.reads == 0 and deployment.scaled_to == [8]
+    events = list(read_events(tmp_path / "c.jsonl"))
+    decision = next(e for e in events if e["event"] == "decision")
+    assert decision["signal"] == {"source": "cloudwatch", "lag_records": 40_000.0,
+                                  "datapoint_utc": "2026-11-26T03:59:47.500000+00:00", "staleness_s": 12.5}
+    steps = [e for e in events if e["event"] == "lag_per_slot"]
+    assert steps[0]["total_lag_records"] == 40_000 and steps[0]["signal"]["staleness_s"] == 12.5
+    assert steps[1]["reason"] == "LagUnavailable" and "signal" not in steps[1]
+    failed = next(e for e in events if e["event"] == "lag_read_failed")
+    assert failed["source"] == "cloudwatch" and "endpoint down" in failed["error"]
+
+
+def test_broker_offsets_are_a_signal_dated_at_the_read(tmp_path) -> None:
+    clock, lag, deployment = FakeClock(0.0), ScriptedLag(), CountingDeployment(desired_replicas=2)
+    lag.total = 40_000
+    policy = build_policy(load_policy_manifest(K8S / "lag-per-slot-ci.yaml"))
+    scaler = LocalAutoscaler(policy, deployment, lag, tmp_path / "c.jsonl", clock=clock)
+    scaler.step(0.0)
+    scaler.stop()
+    step = next(e for e in read_events(tmp_path / "c.jsonl") if e["event"] == "lag_per_slot")
+    assert step["signal"]["source"] == "broker" and step["signal"]["staleness_s"] == 0.0
+    assert step["signal"]["lag_records"] == 40_000.0
