@@ -14,14 +14,15 @@ sources:
   10 s over 60 s at ci, because spike-ci's spike lasts 90 s and a 60 s period would leave it
   nothing to measure but the wait — the manifest's header says so).
 
-The three runs run at the same time (:mod:`pytest_lagscale.experiment.concurrent`: one ``lagscale
-run`` process each, on the session's broker, each with its own topic, group, producer,
-Prometheus, moto and autoscaler), so every source sees the same seeded records at the same
-instants on the same machine at the same moment. Engine: ``arrow`` at ci, because three
-concurrent groups of up to 8 replicas are more replicas than the 2-core machine holds as Spark
-JVMs (experiment 9 meets the same limit); at full, ``spark-connect`` through one shared Spark
-Connect server, as experiment 9 does (``experiment.lag_sources.engine_reason``). The
-reconciliation still runs on Spark.
+The three runs run at the same time, in the session's concurrent batch of the spike profile
+(:mod:`pytest_lagscale.experiment.batch`: one ``lagscale run`` process each, on the session's
+broker, each with its own topic, group, producer, Prometheus, moto and autoscaler), together with
+experiment 9's six when the session has both; the broker run is then experiment 9's ``keda`` run
+(the same options), run once. Every source sees the same seeded records at the same instants on
+the same machine at the same moment. Engine: ``arrow`` at ci, because the batch's groups of up
+to 8 replicas are more replicas than the 2-core machine holds as Spark JVMs; at full,
+``spark-connect`` through one shared Spark Connect server (``experiment.lag_sources.engine`` /
+``engine_reason``). The reconciliation still runs on Spark.
 
 Per source (``experiment.lag_sources``, :mod:`pytest_lagscale.analyze.lag_delay`): reaction time
 and its detection term (spike start -> first scale-out decision: the part the source changes),
@@ -40,9 +41,8 @@ seconds between concurrent runs on a loaded machine.
 from __future__ import annotations
 
 import functools
-import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -51,11 +51,11 @@ from pytest_lagscale.analyze.lag_delay import COLUMNS, broker_first, source_row,
 from pytest_lagscale.analyze.reaction import reaction_time
 from pytest_lagscale.analyze.tables import spike_window
 from pytest_lagscale.config.bundled import resolve_profile
-from pytest_lagscale.experiment.concurrent import run_concurrently
-from pytest_lagscale.experiment.finished import FinishedRun, read_finished_run
+from pytest_lagscale.experiment.batch import ENGINE
+from pytest_lagscale.experiment.finished import FinishedRun
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(10), pytest.mark.integration,
-              pytest.mark.xdist_group("lag-sources")]
+              pytest.mark.xdist_group("concurrent")]
 
 #: Source name -> manifest by scale.
 SOURCES = {
@@ -63,59 +63,27 @@ SOURCES = {
     "prometheus": {"ci": "scaledobject-prometheus-ci", "full": "scaledobject-prometheus"},
     "cloudwatch": {"ci": "scaledobject-cloudwatch-ci", "full": "scaledobject-cloudwatch"},
 }
-ENGINES = {"ci": "arrow", "full": "spark-connect"}
 ENGINE_REASONS = {
     "ci": ("three concurrent groups of up to 8 replicas are more replicas than the 2-core machine "
-           "holds as Spark JVMs (experiment 9 meets the same limit): the replicas run the same "
-           "pipeline in pyarrow; the reconciliation still runs on Spark"),
+           "holds as Spark JVMs, and they share the spike batch with experiment 9's six groups: "
+           "the replicas run the same pipeline in pyarrow; the reconciliation still runs on "
+           "Spark"),
     "full": ("three concurrent groups share one Spark Connect server, as experiment 9: every "
              "replica a thin client, Spark enriches every batch"),
 }
-#: Seconds the three concurrent runs may take together.
-TIMEOUT_S = {"ci": 900.0, "full": 3600.0}
 
 
-def run_options(source: str, scale: str, spark_remote: str | None) -> list[str]:
-    """``lagscale run`` options of one source's run."""
-    options = ["--profile", str(resolve_profile("spike", scale)), "--policy", SOURCES[source][scale],
-               "--scale", scale, "--engine", ENGINES[scale]]
-    return options + (["--spark-remote", spark_remote] if spark_remote else [])
+def run_options(source: str, scale: str) -> list[str]:
+    """``lagscale run`` options of one source's run (the broker's are experiment 9's ``keda``
+    run's, so a session with both runs it once)."""
+    return ["--profile", str(resolve_profile("spike", scale)), "--policy", SOURCES[source][scale],
+            "--scale", scale, "--engine", ENGINE[scale]]
 
 
-@pytest.fixture(scope="module")
-def shared_spark_connect(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """At full scale, one Spark Connect server for every replica (None at ci: arrow)."""
-    if request.config.getoption("lagscale_scale") != "full":
-        yield None
-        return
-    from pytest_lagscale.spark_connect import SparkConnectServer
-
-    with SparkConnectServer(tmp_path_factory.mktemp("exp10-spark-connect")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def lag_sources(kafka_cluster: Any, shared_spark_connect: Any) -> Any:
-    """``lag_sources(settings) -> {source: FinishedRun}``: the three runs at the settings'
-    scale under their ``out_dir``, run at once the first time a test asks (cached)."""
-    cache: dict[str, dict[str, FinishedRun]] = {}
-
-    def runs(settings: Any) -> dict[str, FinishedRun]:
-        scale = settings.scale
-        if scale not in cache:
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            folder = Path(settings.out_dir) / f"{stamp}-exp10-spike"
-            folder.mkdir(parents=True, exist_ok=True)
-            extra = [opt for key, value in sorted(kafka_cluster.client_config.items())
-                     for opt in ("--kafka-config", f"{key}={value}")]
-            remote = shared_spark_connect.url if shared_spark_connect is not None else None
-            options = {name: run_options(name, scale, remote) + extra for name in SOURCES}
-            done = run_concurrently(options, bootstrap=kafka_cluster.bootstrap_servers,
-                                    out_dir=folder, timeout_s=TIMEOUT_S[scale])
-            cache[scale] = {name: read_finished_run(done[name].run_dir) for name in SOURCES}
-        return cache[scale]
-
-    return runs
+def concurrent_members(profile: str, scale: str, folder: Path) -> dict[str, list[str]]:
+    """The three runs on the spike profile in the session's concurrent batch
+    (:mod:`pytest_lagscale.experiment.batch`); none for another profile."""
+    return {name: run_options(name, scale) for name in SOURCES} if profile == "spike" else {}
 
 
 @functools.cache
@@ -154,13 +122,14 @@ def table_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def test_every_source_completes_and_the_broker_reacts_first(lag_sources, lagscale_settings) -> None:
+def test_every_source_completes_and_the_broker_reacts_first(lagscale_concurrent,
+                                                            lagscale_settings) -> None:
     scale = lagscale_settings.scale
-    runs = lag_sources(lagscale_settings)
+    runs = lagscale_concurrent(__name__, "spike", lagscale_settings)
     rows = {name: source_figures(run, name, scale) for name, run in runs.items()}
     _, tolerance = _yardstick(scale)
     verdicts = broker_first(rows, tolerance)
-    record: dict[str, Any] = {"profile": "spike", "table": rows, "engine": ENGINES[scale],
+    record: dict[str, Any] = {"profile": "spike", "table": rows, "engine": ENGINE[scale],
                               "engine_reason": ENGINE_REASONS[scale], "concurrent": True,
                               "tolerance_s": tolerance,
                               "broker_first": [{**v.__dict__, "sentence": v.sentence()} for v in verdicts]}

@@ -19,7 +19,8 @@ bursts of 2,000/s every 40 s), each under six policies of the same Deployment:
   ScaledObject, which drains it (as experiment 1's run). Its drain and replica-seconds are that
   hand-over's, and its row says so (``handed_over``).
 
-The six runs of a profile run at the same time (:mod:`pytest_lagscale.experiment.concurrent`:
+The six runs of a profile run at the same time, in the session's concurrent batch of that
+profile (:mod:`pytest_lagscale.experiment.batch`, shared with experiment 10 on spike;
 one ``lagscale run`` process each, on the session's broker, each with its own topic, group,
 producer, Prometheus and autoscaler): the same seeded records at the same instants, on the same
 machine at the same moment, so no policy is measured on a quieter machine than another. Six
@@ -44,7 +45,7 @@ and printed with the measured ratio.
 Asserted, after recording: every policy's run completes and processed == produced (0 lost,
 0 duplicated) — what the harness guarantees — never which policy wins. The concurrent runs are
 not compared with ``--lagscale-baseline`` (no committed baseline yet); ``lagscale report`` over
-their directories (``<--lagscale-out>/*-exp9-<profile>/*/*/``) places them in section 9.
+their directories (``<--lagscale-out>/*-concurrent-<profile>/*/*/``) places them in section 9.
 
 Runs in CI at ci scale (about 11 minutes for both batches on this 2-core machine; 1-minute
 load average up to 10.7). The six groups still share two cores, so the table compares the
@@ -54,9 +55,8 @@ policies with each other; their SLO verdicts hold for that shared machine.
 from __future__ import annotations
 
 import functools
-import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -65,12 +65,12 @@ from pytest_lagscale.analyze.reaction import reaction_time
 from pytest_lagscale.analyze.shootout import COLUMNS, seed_claims
 from pytest_lagscale.analyze.tables import burst_window, spike_window
 from pytest_lagscale.config.bundled import resolve_profile
-from pytest_lagscale.experiment.concurrent import run_concurrently
-from pytest_lagscale.experiment.finished import FinishedRun, read_finished_run
+from pytest_lagscale.experiment.batch import ENGINE
+from pytest_lagscale.experiment.finished import FinishedRun
 from pytest_lagscale.options import DEFAULT_DRAIN_SLO_S
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(9), pytest.mark.integration,
-              pytest.mark.xdist_group("shootout")]
+              pytest.mark.xdist_group("concurrent")]
 
 PROFILES = ("spike", "bursty")
 #: Policy name -> manifest by scale.
@@ -85,8 +85,8 @@ POLICIES = {
 }
 REACTION_SLO_S = 90.0                              # the lab's reaction SLO (spike)
 BURSTY_DRAIN_SLO_S = {"ci": 30.0, "full": 120.0}   # experiment 5's bound after the last burst
-#: The replicas' engine by scale, and why it is not a Spark JVM per replica.
-ENGINE = {"ci": "arrow", "full": "spark-connect"}
+#: Why the replicas are not one Spark JVM each, by scale (the engine:
+#: :data:`pytest_lagscale.experiment.batch.ENGINE`).
 ENGINE_REASON = {
     "ci": ("six concurrent groups of up to 8 replicas (48) are more replicas than the 2-core "
            "machine holds JVMs, and one shared Spark Connect server enriching all six groups' "
@@ -96,8 +96,6 @@ ENGINE_REASON = {
              "holds: every replica is a Spark Connect client of one shared server, so Spark "
              "still enriches every batch"),
 }
-#: Seconds one profile's six concurrent runs may take together.
-TIMEOUT_S = {"ci": 1200.0, "full": 3600.0}
 
 
 def _handover_profile(scale: str, folder: Path) -> Path:
@@ -118,52 +116,20 @@ def _handover_profile(scale: str, folder: Path) -> Path:
     return path
 
 
-def run_options(profile: str, policy: str, scale: str, spark_remote: str,
-                folder: Path) -> list[str]:
+def run_options(profile: str, policy: str, scale: str, folder: Path) -> list[str]:
     """``lagscale run`` options of one policy's run in the shoot-out."""
     source = (str(_handover_profile(scale, folder)) if (profile, policy) == ("spike", "cpu-hpa")
               else str(resolve_profile(profile, scale)))
-    engine = ["--engine", ENGINE[scale]]
-    if ENGINE[scale] == "spark-connect":
-        engine += ["--spark-remote", spark_remote]
-    return ["--profile", source, "--policy", POLICIES[policy][scale], "--scale", scale, *engine]
+    return ["--profile", source, "--policy", POLICIES[policy][scale], "--scale", scale,
+            "--engine", ENGINE[scale]]
 
 
-@pytest.fixture(scope="module")
-def shared_spark_connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One Spark Connect server for every replica of the shoot-out."""
-    from pytest_lagscale.spark_connect import SparkConnectServer
-
-    with SparkConnectServer(tmp_path_factory.mktemp("shootout-spark-connect")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def shootout(request: pytest.FixtureRequest, kafka_cluster: Any) -> Any:
-    """``shootout(profile, settings) -> {policy: FinishedRun}``: the six runs of a profile at the
-    settings' scale under their ``out_dir``, run at once the first time a test asks (cached for
-    the module)."""
-    cache: dict[tuple[str, str], dict[str, FinishedRun]] = {}
-
-    def runs(profile: str, settings: Any) -> dict[str, FinishedRun]:
-        scale = settings.scale
-        if (profile, scale) not in cache:
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            folder = Path(settings.out_dir) / f"{stamp}-exp9-{profile}"
-            folder.mkdir(parents=True, exist_ok=True)
-            extra = [opt for key, value in sorted(kafka_cluster.client_config.items())
-                     for opt in ("--kafka-config", f"{key}={value}")]
-            remote = (request.getfixturevalue("shared_spark_connect").url
-                      if ENGINE[scale] == "spark-connect" else "")
-            options = {name: run_options(profile, name, scale, remote,
-                                         folder) + extra for name in POLICIES}
-            done = run_concurrently(options, bootstrap=kafka_cluster.bootstrap_servers,
-                                    out_dir=folder, timeout_s=TIMEOUT_S[scale])
-            cache[(profile, scale)] = {name: read_finished_run(done[name].run_dir)
-                                       for name in POLICIES}
-        return cache[(profile, scale)]
-
-    return runs
+def concurrent_members(profile: str, scale: str, folder: Path) -> dict[str, list[str]]:
+    """The six runs of ``profile`` in the session's concurrent batch
+    (:mod:`pytest_lagscale.experiment.batch`); none for another profile."""
+    if profile not in PROFILES:
+        return {}
+    return {name: run_options(profile, name, scale, folder) for name in POLICIES}
 
 
 @functools.cache
@@ -237,11 +203,11 @@ def table_lines(profile: str, rows: dict[str, dict[str, Any]]) -> list[str]:
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_every_policy_completes_and_loses_nothing(request, shootout, lagscale_settings,
-                                                  profile) -> None:
+def test_every_policy_completes_and_loses_nothing(request, lagscale_concurrent,
+                                                  lagscale_settings, profile) -> None:
     scale = lagscale_settings.scale
     slo_s = request.config.getoption("drain_slo_s") or DEFAULT_DRAIN_SLO_S[scale]
-    runs = shootout(profile, lagscale_settings)
+    runs = lagscale_concurrent(__name__, profile, lagscale_settings)
     rows = {name: policy_figures(run, profile, name, scale, slo_s) for name, run in runs.items()}
     record: dict[str, Any] = {"profile": profile, "table": rows, "engine": ENGINE[scale],
                               "engine_reason": ENGINE_REASON[scale], "concurrent": True}

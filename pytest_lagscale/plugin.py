@@ -192,6 +192,44 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def lagscale_concurrent(request: pytest.FixtureRequest, kafka_cluster: Any,
+                        tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+    """``lagscale_concurrent(module_name, profile, settings) -> {name: FinishedRun}``: the runs
+    the calling experiment module's ``concurrent_members`` asks for on ``profile``, from the
+    session's concurrent batch of that profile (every selected module that defines
+    ``concurrent_members`` takes part; identical runs run once; see
+    :mod:`pytest_lagscale.experiment.batch`). The batch runs at the first request, on the
+    session's broker, under ``settings.out_dir``.
+    """
+    from .experiment.batch import ConcurrentBatches, experiment_key, members_of
+
+    servers: list[Any] = []
+
+    def spark_remote() -> str:
+        if not servers:
+            from .spark_connect import SparkConnectServer
+
+            server = SparkConnectServer(tmp_path_factory.mktemp("concurrent-spark-connect"))
+            request.addfinalizer(server.stop)
+            servers.append(server.start())
+        return servers[0].url
+
+    modules = {item.module for item in request.session.items
+               if getattr(item, "module", None) is not None}
+    ordered = sorted(modules, key=lambda m: (len(experiment_key(m)), experiment_key(m)))
+    extra = [opt for key, value in sorted(kafka_cluster.client_config.items())
+             for opt in ("--kafka-config", f"{key}={value}")]
+    batches = ConcurrentBatches(members_of(ordered), kafka_cluster.bootstrap_servers, extra,
+                                spark_remote)
+
+    def runs(module: str, profile: str, settings: Any) -> dict[str, Any]:
+        return batches.runs(experiment_key(module), profile, settings.scale,
+                            Path(settings.out_dir))
+
+    return runs
+
+
+@pytest.fixture(scope="session")
 def lagscale_runner() -> Callable[..., Any]:
     """The experiment runner ``lagscale_run`` calls: ``run_experiment(settings, *, cluster,
     progress) -> RunResult``. Override it in a conftest to run a fake."""
