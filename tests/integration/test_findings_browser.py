@@ -29,7 +29,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECTIONS = ["recommendations"] + [f"experiment-{n}" for n in EXPERIMENTS]
 TIMEOUT_S = 90
 
-pytestmark = [pytest.mark.integration,
+# One worker under xdist: the module fixture is set up once.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("findings-browser"),
               pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: apt-get install "
                                                           "chromium (scripts/bootstrap does)")]
 

@@ -28,8 +28,9 @@ from pytest_lagscale.report.grafana import (DASHBOARD_PATH, PanelTarget, check_t
                                             load_dashboard, panel_targets, substitute,
                                             variable, variable_options)
 
+# One worker under xdist: the module fixture is set up once.
 pytestmark = [
-    pytest.mark.integration,
+    pytest.mark.integration, pytest.mark.xdist_group("grafana-dashboard"),
     pytest.mark.skipif(shutil.which("prometheus") is None,
                        reason="prometheus not installed; run scripts/bootstrap "
                               "(apt-get install prometheus)"),

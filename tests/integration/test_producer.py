@@ -17,7 +17,8 @@ from pytest_lagscale.load.events import EVENT_SIZE_BYTES, EventSource, decode_ev
 from pytest_lagscale.load.producer import ProduceResult, ProduceSettings, produce_profile
 from pytest_lagscale.load.profiles import parse_profile
 
-pytestmark = pytest.mark.integration
+# One worker under xdist: the module fixture is set up once.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("producer")]
 
 RATE_PER_S = 20_000
 SECONDS = 10

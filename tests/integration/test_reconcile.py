@@ -18,7 +18,8 @@ from pytest_lagscale.analyze.reconcile_worker import shared_pid
 from pytest_lagscale.errors import LagscaleError
 from tests.unit.analyze.test_reconcile import CASES, Case, build, counts, random_store
 
-pytestmark = pytest.mark.integration
+# One worker under xdist: the module fixture is set up once.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("reconcile")]
 
 if shutil.which("java") is None:
     pytest.skip("no java on PATH: the reconciliation job needs a JDK 17 (install one to run "

@@ -24,7 +24,8 @@ from types import SimpleNamespace
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# One worker under xdist: the module fixture is set up once.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("wheel")]
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("pyproject.toml", "README.md", "pytest_lagscale", "spark_consumer")
