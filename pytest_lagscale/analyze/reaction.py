@@ -17,6 +17,12 @@ polls once a second, so ``replica_ready`` can follow the assignment and make the
 * first fetch: ``assigned`` -> its ``first_record``.
 
 When every event is present the five parts add up to the reaction time exactly.
+
+A group that scales *in* after the spike start before any scale-out absorbed the spike with the
+replicas it had (for instance already at maxReplicaCount, as a tiny lagThreshold keeps it): a
+later scale-out answers other lag, not the spike, so there is no reaction (``ScaledInFirst``).
+Seen in CI: lagThreshold 50 held 8 of 8 replicas through the spike, scaled in to 3 in the tail
+and out to 4 at +180 s, which counted as a 180 s reaction.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ class Reaction:
         detection_s, actuation_s, cold_start_s, join_s, first_fetch_s: the breakdown.
         replica_id: the new replica followed, or None.
         reason: None when all six numbers are known; otherwise one line starting with a
-            CamelCase token (``NoSpikeStart``, ``NoScaleOutDecision``, ``NoNewReplica``,
+            CamelCase token (``NoSpikeStart``, ``ScaledInFirst``, ``NoScaleOutDecision``,
+            ``NoNewReplica``,
             ``NoReplicaReady``, ``NoAssignment``, ``NoFirstRecord``) naming the first gap.
     """
 
@@ -63,6 +70,16 @@ def _first_scale_out_decision(events: pd.DataFrame, spike_s: float) -> float | N
         current = row.fields.get("current_replicas")
         if row.t_s >= spike_s and desired is not None and current is not None \
                 and desired > current:
+            return float(row.t_s)
+    return None
+
+
+def _first_scale_in_decision(events: pd.DataFrame, spike_s: float) -> float | None:
+    for row in events_named(events, "decision").itertuples():
+        desired = row.fields.get("desired_replicas")
+        current = row.fields.get("current_replicas")
+        if row.t_s >= spike_s and desired is not None and current is not None \
+                and desired < current:
             return float(row.t_s)
     return None
 
@@ -128,6 +145,12 @@ def reaction_time(events: pd.DataFrame, spike_start_s: float | None = None) -> R
     if spike_s is None:
         return Reaction(None, None, None, None, None, None, reason=_reason(None, None, None, {}))
     decision_s = _first_scale_out_decision(events, spike_s)
+    scale_in_s = _first_scale_in_decision(events, spike_s)
+    if scale_in_s is not None and (decision_s is None or scale_in_s < decision_s):
+        return Reaction(None, None, None, None, None, None, reason=(
+            f"ScaledInFirst: the group scaled in at {scale_in_s:.1f} s, after the spike start "
+            f"at {spike_s:.1f} s and before any scale-out: it absorbed the spike with the "
+            "replicas it had"))
     replica_id = _new_replica(events, spike_s)
     times = (_replica_times(events, replica_id) if replica_id is not None
              else dict.fromkeys(_STAGES))

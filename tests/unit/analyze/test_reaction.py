@@ -53,6 +53,23 @@ BASE = [
                  "NoFirstRecord: replica 'r1' has no 'first_record' event"),
         id="empty-assignment-skipped"),
     pytest.param(
+        # Seen in CI (lagThreshold 50): at 8 of 8 through the spike, in to 3, out to 4 later.
+        BASE + [(12.0, "controller", "decision", {"desired_replicas": 8,
+                                                  "current_replicas": 8}),
+                (150.0, "controller", "decision", {"desired_replicas": 3,
+                                                   "current_replicas": 8}),
+                (190.0, "controller", "decision", {"desired_replicas": 4,
+                                                   "current_replicas": 3}),
+                (191.0, "platform", "replica_started", {"replica_id": "r9"}),
+                (195.0, "platform", "replica_ready", {"replica_id": "r9"}),
+                (196.0, "r9", "assigned", {"partitions": [1]}),
+                (197.0, "r9", "first_record", {})],
+        Reaction(None, None, None, None, None, None, None,
+                 "ScaledInFirst: the group scaled in at 150.0 s, after the spike start at "
+                 "10.0 s and before any scale-out: it absorbed the spike with the replicas it "
+                 "had"),
+        id="a-scale-out-after-a-scale-in-is-no-reaction"),
+    pytest.param(
         [(0.0, "controller", "decision", {"desired_replicas": 2, "current_replicas": 1})],
         Reaction(None, None, None, None, None, None, None,
                  "NoSpikeStart: no 'spike_start' event; the producer must log the spike"),
