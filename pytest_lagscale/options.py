@@ -129,8 +129,6 @@ def replica_flag_parser(option: str) -> Callable[[str], Any]:
 #: ``--lag-source`` values: the kinds of :data:`pytest_lagscale.sources.LAG_SOURCES` (kept here so
 #: the plugin's start-up imports no source; a unit test keeps the two equal).
 LAG_SOURCE_KINDS = ("broker", "prometheus", "cloudwatch", "confluent")
-#: CloudWatch's allowed periods below a minute (above it: multiples of 60), seconds.
-CLOUDWATCH_SHORT_PERIODS_S = (1, 5, 10, 30)
 
 
 def parse_cloudwatch_period(value: str) -> float:
@@ -141,8 +139,9 @@ def parse_cloudwatch_period(value: str) -> float:
         argparse.ArgumentTypeError: not one of those.
     """
     seconds = _seconds("--cloudwatch-period", value, 1.0, 3600.0)
-    if seconds != int(seconds) or (seconds < 60 and seconds not in CLOUDWATCH_SHORT_PERIODS_S) \
-            or (seconds >= 60 and seconds % 60):
+    from .control.keda.aws_cloudwatch import is_cloudwatch_period
+
+    if not is_cloudwatch_period(seconds):
         raise argparse.ArgumentTypeError(
             f"--cloudwatch-period: {seconds!r} is not a CloudWatch period; allowed: 1, 5, 10, 30 or a "
             "multiple of 60 seconds up to 3600")

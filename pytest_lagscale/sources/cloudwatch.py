@@ -28,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
 from ..config._problems import Problems
+from ..control.keda.aws_cloudwatch import is_cloudwatch_period
 from ..errors import ConfigError
 from . import _options
 from .base import EMPTY_POLICIES, LagSourceError, TotalLag, UtcNow, finite_lag, utc_now
@@ -93,7 +94,7 @@ class CloudWatchSettings:
             "datapoint": _options.choice(options, "datapoint", p, DATAPOINT_PICKS),
         }
         period = fields["period_s"]
-        if period != int(period) or (period < 60 and period not in (1, 5, 10, 30)) or (period >= 60 and period % 60):
+        if not is_cloudwatch_period(period):
             p.add("period_s", options.get("period_s"), "1, 5, 10, 30 or a multiple of 60 (CloudWatch's periods)",
                   "set period_s=60")
         for key, name in (("access_key_id_env", "access_key_id"), ("secret_access_key_env", "secret_access_key")):

@@ -171,11 +171,18 @@ def _metric(raw: Mapping[str, str], path: str, p: Problems) -> dict[str, Any]:
             "metric_unit": raw.get("metricUnit", "")}
 
 
+def is_cloudwatch_period(seconds: float) -> bool:
+    """True for a CloudWatch statistics period: 1, 5, 10, 30 or a whole multiple of 60 seconds
+    (GetMetricStatistics' Period; KEDA's metricStatPeriod check, aws_cloudwatch_scaler.go)."""
+    return seconds == int(seconds) and (seconds in (1, 5, 10, 30) or (seconds >= 60
+                                                                     and seconds % 60 == 0))
+
+
 def _window(raw: Mapping[str, str], fields: Mapping[str, Any], path: str, p: Problems) -> None:
     """metricStatPeriod in {1, 5, 10, 30, 60} or a multiple of 60; metricCollectionTime >= 0 and a
     multiple of it (checked only when the period is valid, as KEDA's Validate returns first)."""
     period, collection = fields["metric_stat_period_s"], fields["metric_collection_time_s"]
-    if period < 1 or (period <= 60 and period not in (1, 5, 10, 30, 60)) or (period > 60 and period % 60):
+    if not is_cloudwatch_period(period):
         p.add(join(path, "metricStatPeriod"), raw.get("metricStatPeriod", str(period)),
               "1, 5, 10, 30, 60 or a multiple of 60 (seconds)", "set metricStatPeriod: '60'")
     elif collection < 0 or collection % period:
