@@ -291,7 +291,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "kept by its replacement) and classic groups get a 45 s session timeout, so a "
               "replica restarted within it causes no rebalance. Default: dynamic membership.",
               default=False, negatable=True),
-    _choices("platform", "platform", tuple(PLATFORMS), "Where replicas run: local processes. "
+    _choices("platform", "platform", tuple(PLATFORMS), "Where replicas run: local processes, or "
+             "kubernetes: the real KEDA operator and HPA on a local control plane (etcd, "
+             "kube-apiserver, kube-controller-manager; built by scripts/bootstrap --with-kube) "
+             "scale the committed Deployment, whose pods a node agent runs as local processes. "
              "Default: local.", default="local"),
     _choices("kafka", "kafka", KINDS, "Where the broker comes from: an embedded KRaft node from "
              "pinned Maven jars, a testcontainers container, or an external cluster. "

@@ -84,7 +84,10 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         engine=plan.engine, trigger_interval_s=plan.trigger_interval_s,
         spark_remote=redact_remote(run.spark_remote),
         static_membership=plan.settings.static_membership,
-        versions=versions(kafka_version), broker=broker)
+        versions={**versions(kafka_version),
+                  # a platform running real control-plane parts names their versions
+                  **dict(getattr(run.parts.platform, "versions", None) or {})},
+        broker=broker)
     start_s, end_s = spike_window(events)  # as recorded, else as scheduled
     spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
     actions = [(a["scheduled_s"], a["label"]) for a in run.actions_done]

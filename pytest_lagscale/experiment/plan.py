@@ -171,7 +171,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
         raise ConfigError(f"{deployment.source}: the policy {policy_config.source} scales on "
                           "CPU utilization but the consumer container has no "
                           "resources.requests.cpu; add one")
-    return RunPlan(settings=settings, profile=profile, policy_config=policy_config,
+    plan = RunPlan(settings=settings, profile=profile, policy_config=policy_config,
                    deployment=deployment, flag_overrides=flag_overrides,
                    lag_threshold=policy.lag_threshold_records, capacity_per_s=capacity,
                    engine=engine, spark_remote=spark_remote,
@@ -183,6 +183,10 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    max_partitions=max([profile.partitions, *grown]),
                    reference_lag_threshold=int(reference or 0), policy_kind=policy.name,
                    replica_range=(policy.min_replicas, policy.max_replicas), lag_source=lag_source)
+    from ..platform import check_plan
+
+    check_plan(settings.platform, plan)
+    return plan
 
 
 def _check_local_scaler_metadata(policy: Any, source: str) -> None:

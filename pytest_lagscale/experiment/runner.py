@@ -275,17 +275,38 @@ class Run:
                                else {})})
         platform = make_platform(plan.settings.platform, self.parts.template, self.layout,
                                  graceful=plan.settings.graceful)
+        configure = getattr(platform, "configure", None)
+        if configure is not None:  # a platform that needs the plan (kubernetes: HPA timing)
+            configure(plan)
         self.parts.platform = stack.enter_context(platform)
         self._show("starting")
         platform.scale(plan.min_replicas)
         platform.wait_ready(plan.min_replicas, within_s=READY_TIMEOUT_S)
 
     def autoscale(self, stack: ExitStack) -> None:
+        policy = self.plan.build_policy(created_at_s=self.clock.inner.now())
+        own = getattr(self.parts.platform, "make_autoscaler", None)
+        if own is not None:  # a platform with its own autoscaler (kubernetes: KEDA + HPA)
+            self._show("applying the ScaledObject")
+            autoscaler = own(self.plan, self.layout.source_events("controller"),
+                             bootstrap=self.parts.cluster.bootstrap_servers, group=self.group,
+                             topic=self.topic)
+        else:
+            autoscaler = self._local_autoscaler(policy)
+        self.parts.autoscaler = stack.enter_context(autoscaler)
+        self.parts.prometheus.set_targets("controller",
+                                          [f"127.0.0.1:{autoscaler.metrics_port}"])
+        self._sync_targets()
+        self._wait_first_decision(getattr(autoscaler, "first_decision_within_s", None)
+                                  or policy.first_decision_within_s)
+        self.clock.inner.sleep(PRE_LOAD_SCRAPES * self.parts.prometheus.scrape_interval_s)
+
+    def _local_autoscaler(self, policy: Any) -> Any:
+        """The embedded KEDA + HPA (:class:`~pytest_lagscale.platform.autoscaler.LocalAutoscaler`)."""
         from ..platform.autoscaler import LocalAutoscaler
         from ..platform.pod_metrics import PrometheusPodMetrics
 
-        policy = self.plan.build_policy(created_at_s=self.clock.inner.now())
-        autoscaler = LocalAutoscaler(
+        return LocalAutoscaler(
             policy, self.parts.platform, self.parts.lag_source,
             self.layout.source_events("controller"), clock=self.clock.inner,
             cpu_request_millicores=self.parts.template.cpu_request_millicores,
@@ -293,12 +314,6 @@ class Run:
             # read only by a policy with a Pods metric (also after a switch_policy to one)
             pod_metrics=PrometheusPodMetrics(self.parts.prometheus.url),
             value_triggers=self.parts.value_reader, total_lag_source=self.parts.total_lag_source)
-        self.parts.autoscaler = stack.enter_context(autoscaler)
-        self.parts.prometheus.set_targets("controller",
-                                          [f"127.0.0.1:{autoscaler.metrics_port}"])
-        self._sync_targets()
-        self._wait_first_decision(policy)
-        self.clock.inner.sleep(PRE_LOAD_SCRAPES * self.parts.prometheus.scrape_interval_s)
 
     def load(self, stack: ExitStack) -> None:
         """Produce the profile (a thread) with phase marks and scheduled actions on time;
@@ -439,10 +454,11 @@ class Run:
                              desired_replicas=platform.desired_replicas if platform else None,
                              ready_replicas=platform.ready_replicas if platform else None)
 
-    def _wait_first_decision(self, policy: Any) -> None:
-        """Block until the autoscaler decided once, so t = 0 already shows desired replicas."""
+    def _wait_first_decision(self, within_s: float) -> None:
+        """Block until the autoscaler decided once (within ``within_s`` + the slack seconds), so
+        t = 0 already shows desired replicas."""
         clock = self.clock.inner
-        deadline = clock.now() + policy.first_decision_within_s + FIRST_DECISION_SLACK_S
+        deadline = clock.now() + within_s + FIRST_DECISION_SLACK_S
         while clock.now() < deadline:
             if self.parts.autoscaler.has_decided():
                 return

@@ -111,7 +111,8 @@ def bootstrap_applier(run_namespace: str, crd_dir: Path, *, clock: Clock | None 
         api = config.new_client_from_config(config_file=layout.kubeconfig("admin"))
         crds = manifests.load_crds(crd_dir)
         objects = crds + manifests.bootstrap_objects(
-            run_namespace, layout.keda_namespace, layout.ports.keda_adapter,
+            run_namespace, layout.keda_namespace,
+            layout.metrics_service_port or layout.ports.keda_adapter,
             layout.pki.crt("ca").read_bytes())
         apply_objects(lambda obj: utils.create_from_dict(api, dict(obj)), objects)
         ext = client.ApiextensionsV1Api(api)

@@ -120,6 +120,8 @@ class Layout:
             ``keda-adapter``) -> kubeconfig path.
         ports: the listeners.
         keda_namespace: KEDA's namespace (its cluster objects, its adapter Service).
+        metrics_service_port: the port the adapter's ExternalName Service names: the metrics
+            tap's when one runs (:mod:`.metrics_tap`), else None (the adapter's own port).
     """
 
     run_dir: Path
@@ -128,6 +130,7 @@ class Layout:
     kubeconfigs: Mapping[str, Path]
     ports: Ports
     keda_namespace: str = KEDA_NAMESPACE
+    metrics_service_port: int | None = None
 
     def binary(self, name: str) -> str:
         """The executable of ``name``.
@@ -211,9 +214,12 @@ def kube_apiserver(layout: Layout) -> Command:
 
     ``--advertise-address`` is loopback, so ``--endpoint-reconciler-type=none`` (otherwise
     the ``kubernetes`` Endpoints reconciler logs an error every 10 s; issue 16). The
-    aggregation layer: front-proxy client certificate, ``--requestheader-*`` and
-    ``--enable-aggregator-routing`` (the proxy resolves the APIService's Service itself: an
-    ExternalName to ``localhost``; docs/kubernetes.md). Ready when ``/readyz`` says ``ok``.
+    aggregation layer: front-proxy client certificate and ``--requestheader-*``; no
+    ``--enable-aggregator-routing``: with it the aggregator resolves a Service through its
+    endpoints and refuses an ExternalName ("unsupported service type", measured on v1.36.3;
+    k8s.io/apiserver pkg/util/proxy ``ResolveEndpoint``), without it ``ResolveCluster`` turns
+    the ExternalName into ``https://localhost:<port>`` (docs/kubernetes.md). Ready when
+    ``/readyz`` says ``ok``.
     """
     p, pki = layout.ports, layout.pki
     url = f"https://{LOOPBACK}:{p.apiserver}"
@@ -238,7 +244,6 @@ def kube_apiserver(layout: Layout) -> Command:
         ("requestheader-extra-headers-prefix", "X-Remote-Extra-"),
         ("proxy-client-cert-file", pki.crt("front-proxy-client")),
         ("proxy-client-key-file", pki.key("front-proxy-client")),
-        ("enable-aggregator-routing", "true"),
         ("profiling", "false"),
     ])
     return Command("kube-apiserver", tuple(argv), readiness=Readiness(

@@ -11,13 +11,15 @@ the processes in reverse order, SIGTERM then SIGKILL after ``stop_timeout_s``. P
 creation, the probe and the clock are injectable, so the ordering and failure paths are tested
 without binaries.
 
-Status: written and unit-tested with fakes; never run against the real binaries (they were not
-built when this was committed; docs/kubernetes.md).
+With a ``tap`` factory, the metrics tap starts just before the manifests are applied and the
+adapter's ExternalName Service names the tap's port, so every external-metrics read of the
+HPA passes through it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -93,6 +95,9 @@ class ControlPlane(StartStop):
         probe: ``(command, layout) -> (ok, detail)`` (default :func:`.readiness.probe`).
         clock: time source (``now``/``sleep``, seconds).
         ready_timeout_s: seconds each process may take to become ready.
+        tap: ``layout -> part`` with ``start()``, ``stop()`` and ``port``: started before the
+            manifests are applied, the adapter's Service then names its port (the metrics tap,
+            :class:`~.metrics_tap.MetricsTap`); None: the Service names the adapter.
 
     Raises (from :meth:`start`):
         LagscaleError: binaries not built (the message names the bootstrap command), or a
@@ -108,7 +113,8 @@ class ControlPlane(StartStop):
                  probe: Callable[[Command, Layout], tuple[bool, str]] | None = None,
                  free_port: Callable[[], int] | None = None,
                  clock: Clock | None = None, ready_timeout_s: float = READY_TIMEOUT_S,
-                 stop_timeout_s: float = 10.0):
+                 stop_timeout_s: float = 10.0,
+                 tap: Callable[[Layout], Any] | None = None):
         self.run_dir = Path(run_dir)
         self.timing = timing or HpaTiming()
         self._installs = installs
@@ -122,6 +128,8 @@ class ControlPlane(StartStop):
         self.layout: Layout | None = None
         self.ready_s: dict[str, float] = {}
         self._processes: list[tuple[str, Any]] = []
+        self._tap_factory = tap
+        self.tap: Any = None
 
     def start(self) -> "ControlPlane":
         """Start every process in order, each ready before the next; returns self."""
@@ -133,6 +141,10 @@ class ControlPlane(StartStop):
                          dt.datetime.now(dt.timezone.utc))
         self.layout = layout
         for cmd in control_plane(layout, self.timing):
+            if cmd.name == "keda-operator" and self._tap_factory is not None:
+                self.tap = self._tap_factory(layout)
+                self.tap.start()
+                layout = self.layout = replace(layout, metrics_service_port=self.tap.port)
             if cmd.name == "keda-operator" and self._apply_bootstrap is not None:
                 self._apply_bootstrap(layout)
             process = self._spawn(cmd, self.run_dir / f"{cmd.name}.log")
@@ -147,6 +159,9 @@ class ControlPlane(StartStop):
         while self._processes:
             name, process = self._processes.pop()
             outcomes[name] = process.stop(self.stop_timeout_s if timeout_s is None else timeout_s)
+        if self.tap is not None:
+            self.tap.stop()
+            self.tap = None
         return outcomes
 
     @property

@@ -4,7 +4,7 @@ The pins are the three wrapper modules under ``pytest_lagscale/data/kube/`` (in 
 ``fixtures/kube/``, a symlink), committed like the Kafka pom: ``kubernetes/go.mod``
 (kube-apiserver, kube-controller-manager), ``keda/go.mod`` (operator, metrics adapter) and
 ``etcd/go.mod``. A go.mod rather than a separate versions file because the go command needs
-the file anyway (the 33 staging replaces of Kubernetes, KEDA's replace line); a second file
+the file anyway (the 31 staging replaces of Kubernetes, KEDA's replace line); a second file
 would have to be kept equal to it. This module reads them: versions for the benchmark JSON,
 the cache key of a build, and the two consistency checks run after a build against the
 upstream go.mod files in the Go module cache.
@@ -215,7 +215,7 @@ def cache_key(component: str, go_version: str, goos_goarch: str, ldflags: str,
 def staging_modules(upstream: GoMod) -> set[str]:
     """The staging modules of a k8s.io/kubernetes go.mod: its requires at ``v0.0.0``.
 
-    Example: ``{"k8s.io/api", "k8s.io/client-go", ...}`` (33 at v1.36.3).
+    Example: ``{"k8s.io/api", "k8s.io/client-go", ...}`` (31 at v1.36.3).
     """
     return {path for path, version in upstream.requires.items() if version == "v0.0.0"}
 

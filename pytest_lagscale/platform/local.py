@@ -61,6 +61,8 @@ class ReplicaTemplate:
         readiness_path: HTTP path of the readiness probe on the metrics port (``/ready``).
         readiness_period_s: seconds between readiness probes.
         cpu_request_millicores: the container's CPU request (for CPU utilization), or None.
+        manifest: the Deployment manifest the template was read from (a platform that
+            applies it, ``kubernetes``), or None.
     """
 
     argv: tuple[str, ...]
@@ -69,6 +71,7 @@ class ReplicaTemplate:
     readiness_path: str = "/ready"
     readiness_period_s: float = 1.0
     cpu_request_millicores: float | None = None
+    manifest: str | None = None
 
 
 @dataclass
@@ -389,7 +392,8 @@ def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: 
         termination_grace_period_s=float(deployment.termination_grace_period_s),
         readiness_path=deployment.readiness.path,
         readiness_period_s=min(1.0, float(deployment.readiness.period_s)),
-        cpu_request_millicores=deployment.cpu_request_millicores)
+        cpu_request_millicores=deployment.cpu_request_millicores,
+        manifest=deployment.source)
 
 
 def _args_of(deployment: "DeploymentConfig") -> list[str]:

@@ -4,7 +4,7 @@
 //
 // k8s.io/kubernetes requires its staging modules (k8s.io/api, k8s.io/client-go, ...) at
 // v0.0.0 and points them at ./staging/src/... through its go.work, which a dependency's
-// go.work cannot do for us; so each of the 33 staging modules is replaced by its published
+// go.work cannot do for us; so each of the 31 staging modules it requires is replaced by its published
 // copy at the matching v0.<minor>.<patch>. The list is the one k8s.io/kubernetes v1.36.3's
 // go.mod requires at v0.0.0; scripts/build-kube checks it against the downloaded go.mod
 // after the build and fails when they differ.
@@ -48,7 +48,5 @@ replace (
 	k8s.io/mount-utils => k8s.io/mount-utils v0.36.3
 	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.36.3
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.36.3
-	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.36.3
-	k8s.io/sample-controller => k8s.io/sample-controller v0.36.3
 	k8s.io/streaming => k8s.io/streaming v0.36.3
 )

@@ -1,0 +1,481 @@
+"""``--platform kubernetes``: the real KEDA operator and Kubernetes HPA scale a real Deployment.
+
+:class:`KubernetesDeployment` is the :class:`~.base.Platform` of a run on Kubernetes. It starts
+the local control plane (:class:`~pytest_lagscale.kube.control_plane.ControlPlane`: etcd,
+kube-apiserver, kube-controller-manager with the HPA controller at the ScaledObject's
+``lagscale.dev/hpa-*`` timing, the KEDA operator and metrics adapter, built by
+``scripts/bootstrap --with-kube``) in ``<run_dir>/kube/``, applies the committed consumer
+Deployment (``k8s/consumer-deployment*.yaml``) with the run's replica command line, and runs the
+node agent (:class:`~pytest_lagscale.kube.node_agent.NodeAgent`) that turns its pods into
+replica processes. ``scale(n)`` patches ``spec.replicas`` (the deploy phase only; afterwards
+the HPA owns it); the replica counts are the Deployment's ``spec.replicas``,
+``status.replicas`` and ``status.readyReplicas``, read every 0.2 s by a poller that also keeps
+their series (``deployment_status`` events when they change).
+
+:class:`KubeAutoscaler` is what the autoscale phase starts on this platform instead of the
+embedded controller: it applies the ScaledObject (its kafka trigger pointed at the run's broker,
+group and topic; the plan's lagThreshold), then watches the HPA KEDA created
+(``keda-hpa-<name>``): each change of ``status.desiredReplicas`` is an ``hpa_status`` event and,
+when it changes the scale, a ``decision`` event (the analysis's one name for "the controller
+changed the scale"). Every external-metrics read the HPA makes passes the control plane's
+metrics tap (:mod:`pytest_lagscale.kube.metrics_tap`): each is a ``metric_read`` event, and its
+value is the ``keda_scaler_metrics_value`` series; desired and current replicas are
+``kube_horizontalpodautoscaler_status_*`` from the real HPA's status. So the timeline, the
+benchmark JSON and the report are the local platform's, with ``"platform": "kubernetes"`` and
+the pinned KEDA, Kubernetes and etcd versions.
+
+Only ScaledObjects run here (KEDA makes their HPA); the plain-HPA manifests (``hpa-cpu``,
+``hpa-pods-lag``) would need metrics-server or prometheus-adapter, and the harness's own
+policies (lag-per-slot, persistent-lag) have no KEDA counterpart: the plan refuses them.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ..clock import Clock, RealClock
+from ..contract.rundir import RunDir
+from ..errors import ConfigError, ReplicaError
+from ..eventlog import EventLog
+from ..lifecycle import StartStop
+
+NAMESPACE = "lagscale"
+POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class DeploymentStatus:
+    """One observation of the Deployment (``t_s`` on the run's clock)."""
+
+    t_s: float
+    spec_replicas: int
+    status_replicas: int
+    ready_replicas: int
+
+
+def hpa_timing(policy_config: Any) -> Any:
+    """The controller-manager's HPA timing from a ScaledObject's ``lagscale.dev/hpa-*``
+    annotations (the same values the embedded controller uses)."""
+    from ..kube.commands import HpaTiming
+
+    harness = policy_config.harness
+    return HpaTiming(sync_period_s=harness.hpa_sync_period_s, tolerance=harness.hpa_tolerance,
+                     downscale_stabilization_s=harness.hpa_downscale_stabilization_s)
+
+
+def check_policy(policy_config: Any) -> None:
+    """Refuse a policy the real KEDA cannot run.
+
+    Raises:
+        ConfigError: not a ScaledObject, or a trigger other than ``kafka`` (the local
+            control plane's KEDA reaches the run's broker; the other lag sources' counterparts
+            are the harness's).
+    """
+    kind = getattr(policy_config, "kind", type(policy_config).__name__)
+    if kind != "ScaledObject":
+        raise ConfigError(f"--platform kubernetes: policy {Path(policy_config.source).name!r} is a "
+                          f"{kind}; only KEDA ScaledObjects run on the local control plane "
+                          "(e.g. --policy scaledobject-ci); use --platform local for it")
+    bad = [t.type for t in policy_config.triggers if t.type != "kafka"]
+    if bad:
+        raise ConfigError(f"--platform kubernetes: trigger type(s) {', '.join(bad)} of "
+                          f"{Path(policy_config.source).name!r}: only 'kafka' runs on the local "
+                          "control plane; use --platform local for it")
+
+
+def deployment_object(manifest: str | Path, argv: tuple[str, ...], env: dict[str, str],
+                      python: str | None = None) -> dict:
+    """The committed Deployment with the run's replica command line, at 0 replicas.
+
+    The consumer container's ``command`` becomes ``argv`` (this interpreter written back as
+    ``python``) and its ``args`` empty; the template's env is merged over the manifest's.
+
+    Raises:
+        ConfigError: the manifest has no container running ``spark_consumer``.
+    """
+    import yaml
+
+    doc = yaml.safe_load(Path(manifest).read_text())
+    containers = doc["spec"]["template"]["spec"]["containers"]
+    consumer = next((c for c in containers
+                     if "spark_consumer" in " ".join(c.get("command", []) + c.get("args", []))),
+                    None)
+    if consumer is None:
+        raise ConfigError(f"{manifest}: spec.template.spec.containers has no container running "
+                          "'python -m spark_consumer'")
+    interpreter = python or sys.executable
+    consumer["command"] = ["python" if a == interpreter else a for a in argv]
+    consumer["args"] = []
+    merged = {e["name"]: e for e in consumer.get("env", [])}
+    merged.update({k: {"name": k, "value": v} for k, v in env.items()})
+    consumer["env"] = list(merged.values())
+    doc["spec"]["replicas"] = 0
+    doc["metadata"].pop("namespace", None)
+    return doc
+
+
+def scaled_object(source: str | Path, *, bootstrap: str, group: str, topic: str,
+                  lag_threshold: int | None) -> dict:
+    """The ScaledObject manifest with its kafka triggers pointed at the run's broker, group
+    and topic (and the plan's lagThreshold when one is given)."""
+    import yaml
+
+    doc = yaml.safe_load(Path(source).read_text())
+    doc["metadata"].pop("namespace", None)
+    for trigger in doc["spec"]["triggers"]:
+        if trigger.get("type") == "kafka":
+            meta = trigger.setdefault("metadata", {})
+            meta.update(bootstrapServers=bootstrap, consumerGroup=group, topic=topic)
+            if lag_threshold is not None:
+                meta["lagThreshold"] = str(lag_threshold)
+    return doc
+
+
+class KubernetesDeployment(StartStop):
+    """The consumer Deployment on the local control plane, its pods run by the node agent.
+
+    Args:
+        template: the replica template (:func:`~.local.template_from_deployment`; its
+            ``manifest`` is the committed Deployment applied).
+        run_dir: the run directory (``kube/`` holds the control plane).
+        graceful: False: a deleted pod's replica is SIGKILLed at once.
+        clock: time source.
+
+    :meth:`configure` (called by the runner before :meth:`start`) gives the plan: the HPA
+    timing comes from its ScaledObject.
+
+    Raises:
+        ConfigError: no manifest in the template; a policy KEDA cannot run (:func:`check_policy`).
+        LagscaleError: the control plane's binaries are not built (names
+            ``scripts/bootstrap --with-kube``), or a part did not start.
+        ReplicaError: replicas not ready in time (:meth:`wait_ready`).
+    """
+
+    kind = "kubernetes"
+
+    def __init__(self, template: Any, run_dir: RunDir | str | Path, *, graceful: bool = True,
+                 clock: Clock | None = None):
+        if not getattr(template, "manifest", None):
+            raise ConfigError("--platform kubernetes: the replica template has no Deployment "
+                              "manifest to apply")
+        self.template = template
+        self.layout = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+        self.graceful = graceful
+        self.clock = clock or RealClock()
+        self.events = EventLog(self.layout.source_events("platform"), source="platform",
+                               clock=self.clock)
+        self.namespace = NAMESPACE
+        self.name = ""
+        self.timing: Any = None
+        self.control_plane: Any = None
+        self.api: Any = None
+        self.agent: Any = None
+        self.image: Any = None
+        self.series: list[DeploymentStatus] = []
+        self._status = DeploymentStatus(0.0, 0, 0, 0)
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+
+    # -- set-up ----------------------------------------------------------------------------
+    @staticmethod
+    def check_plan(plan: Any) -> None:
+        """Refuse, before anything starts, a plan this platform cannot run.
+
+        Raises:
+            ConfigError: a policy KEDA cannot run (:func:`check_policy`), or the control
+                plane's binaries are not built (names ``scripts/bootstrap --with-kube``).
+        """
+        from ..kube import build
+
+        check_policy(plan.policy_config)
+        reason = build.missing_reason()
+        if reason is not None:
+            raise ConfigError(f"--platform kubernetes: {reason}")
+
+    def configure(self, plan: Any) -> None:
+        """Take the plan's policy (its HPA timing; refused if KEDA cannot run it)."""
+        check_policy(plan.policy_config)
+        self.timing = hpa_timing(plan.policy_config)
+
+    def start(self) -> "KubernetesDeployment":
+        from kubernetes import config
+
+        from ..kube import build
+        from ..kube.apply import bootstrap_applier
+        from ..kube.control_plane import ControlPlane
+        from ..kube.node_agent import NodeAgent
+        from .image import prepare_image
+
+        if self.control_plane is not None:
+            return self
+        from ..kube.commands import HpaTiming
+
+        keda = build.find_installed("keda")
+        crd_dir = (keda / "crds") if keda is not None else Path("/nonexistent")
+        self.control_plane = ControlPlane(
+            self.layout.root / "kube", timing=self.timing or HpaTiming(),
+            apply_bootstrap=bootstrap_applier(self.namespace, crd_dir), clock=self.clock)
+        self.control_plane.start()
+        self.events.emit("control_plane_ready", ready_s=self.control_plane.ready_s,
+                         versions=self.control_plane.versions)
+        self.api = config.new_client_from_config(
+            config_file=self.control_plane.layout.kubeconfig("admin"))
+        self.image = prepare_image(self.template.argv, dict(self.template.env),
+                                   self.layout.image_build_log)
+        self.events.emit("image_prepared", engine=self.image.engine,
+                         cds_archive=self.image.cds_archive, duration_s=self.image.duration_s)
+        body = deployment_object(self.template.manifest, self.template.argv,
+                                 dict(self.template.env))
+        self.name = body["metadata"]["name"]
+        selector = body["spec"]["selector"]["matchLabels"]
+        from kubernetes import client
+
+        client.AppsV1Api(self.api).create_namespaced_deployment(self.namespace, body)
+        self.agent = NodeAgent(self.api, self.namespace, selector, self.layout, self.events,
+                               clock=self.clock, graceful=self.graceful).start()
+        self._poller = threading.Thread(target=self._poll_loop, name="lagscale-deployment-poll",
+                                        daemon=True)
+        self._poller.start()
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop the node agent (every replica within its grace period), then the control
+        plane. Idempotent."""
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=5)
+        if self.agent is not None:
+            self.agent.stop(timeout_s)
+        if self.control_plane is not None:
+            self.control_plane.stop()
+        self.events.close()
+
+    # -- the Platform members ----------------------------------------------------------------
+    @property
+    def desired_replicas(self) -> int:
+        return self._status.spec_replicas
+
+    @property
+    def current_replicas(self) -> int:
+        return self._status.status_replicas
+
+    @property
+    def ready_replicas(self) -> int:
+        return self._status.ready_replicas
+
+    def scale(self, replicas: int) -> None:
+        """Patch the Deployment's ``spec.replicas`` (the ReplicaSet creates or deletes pods)."""
+        if replicas < 0:
+            raise ConfigError(f"replicas: {replicas!r} is negative; use >= 0")
+        from kubernetes import client
+
+        before = self._status.spec_replicas
+        client.AppsV1Api(self.api).patch_namespaced_deployment_scale(
+            self.name, self.namespace, {"spec": {"replicas": replicas}})
+        self._read_status()
+        if before != replicas:
+            self.events.emit("scaled", replicas_before=before, replicas_after=replicas)
+
+    def replicas(self) -> list[Any]:
+        return [] if self.agent is None else self.agent.replicas()
+
+    def metrics_targets(self) -> list[str]:
+        return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()]
+
+    def wait_ready(self, n: int, within_s: float) -> float:
+        started = self.clock.now()
+        while self.ready_replicas < n:
+            if self.clock.now() - started > within_s:
+                raise ReplicaError(f"{self.name}: {self.ready_replicas} of {n} pods ready after "
+                                   f"{within_s:.0f} s; see {self.layout.root}/replicas/*/ and "
+                                   f"{self.layout.root}/kube/*.log")
+            self.clock.sleep(0.2)
+        return self.clock.now() - started
+
+    def wait_terminated(self, within_s: float) -> None:
+        if self.agent is not None:
+            self.agent.wait_terminated(within_s)
+
+    def kill_replica(self, replica_id: str, signum: int) -> None:
+        pod = None if self.agent is None else self.agent.by_replica_id(replica_id)
+        if pod is None or pod.terminating:
+            live = ", ".join(r.replica_id for r in self.replicas()) or "none"
+            raise ConfigError(f"kill_replica: replica_id {replica_id!r} is not a live replica; "
+                              f"live: {live}")
+        self.events.emit("replica_signalled", replica_id=replica_id, signal=int(signum))
+        pod.process.signal(signum)
+
+    def make_autoscaler(self, plan: Any, events_path: Path, *, bootstrap: str, group: str,
+                        topic: str) -> "KubeAutoscaler":
+        """The autoscale phase's part on this platform (see :class:`KubeAutoscaler`)."""
+        return KubeAutoscaler(self, plan, events_path, bootstrap=bootstrap, group=group,
+                              topic=topic, clock=self.clock)
+
+    @property
+    def versions(self) -> dict[str, str]:
+        from ..kube import pins
+
+        return pins.pinned_versions()
+
+    # -- the poller --------------------------------------------------------------------------
+    def _read_status(self) -> DeploymentStatus:
+        from kubernetes import client
+
+        dep = client.AppsV1Api(self.api).read_namespaced_deployment(self.name, self.namespace)
+        status = DeploymentStatus(self.clock.now(), int(dep.spec.replicas or 0),
+                                  int(dep.status.replicas or 0),
+                                  int(dep.status.ready_replicas or 0))
+        previous, self._status = self._status, status
+        if (previous.spec_replicas, previous.status_replicas, previous.ready_replicas) != (
+                status.spec_replicas, status.status_replicas, status.ready_replicas):
+            self.series.append(status)
+            self.events.emit("deployment_status", spec_replicas=status.spec_replicas,
+                             status_replicas=status.status_replicas,
+                             ready_replicas=status.ready_replicas)
+        return status
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(POLL_S):
+            try:
+                self._read_status()
+            except Exception as exc:  # the next poll retries
+                self.events.emit("platform_error", error=f"{type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True)
+class HpaObservation:
+    """One change of the real HPA's status (``t_s`` on the run's clock)."""
+
+    t_s: float
+    desired_replicas: int
+    current_replicas: int
+    last_scale_time: str | None
+
+
+class KubeAutoscaler(StartStop):
+    """The real KEDA + HPA for one run: applies the ScaledObject and observes the HPA.
+
+    Offers what the runner and the scheduled actions use of the embedded autoscaler:
+    ``has_decided()``, ``metrics_port`` (its Prometheus series), ``controller.needs_lag``
+    (False: the progress line reads the lag source), ``last_offsets`` (None) and
+    ``set_policy`` (refused: a switch of policy is an embedded-controller action).
+
+    ``first_decision_within_s`` (30 s): KEDA reconciles the ScaledObject into an HPA, whose
+    first sync the HPA controller queues at once.
+    """
+
+    first_decision_within_s = 30.0
+
+    def __init__(self, platform: KubernetesDeployment, plan: Any, events_path: Path, *,
+                 bootstrap: str, group: str, topic: str, clock: Clock | None = None):
+        from .autoscaler import ControllerMetrics
+
+        self.platform, self.plan = platform, plan
+        self.clock = clock or RealClock()
+        self.events = EventLog(events_path, source="controller", clock=self.clock)
+        self.body = scaled_object(plan.policy_config.source, bootstrap=bootstrap, group=group,
+                                  topic=topic, lag_threshold=plan.lag_threshold)
+        self.name = self.body["metadata"]["name"]
+        self.hpa_name = f"keda-hpa-{self.name}"
+        self.metrics = ControllerMetrics(self.name, self.hpa_name)
+        self.controller = SimpleNamespace(needs_lag=False)
+        self.last_offsets = None
+        self.metrics_port: int | None = None
+        self.series: list[HpaObservation] = []
+        self.hpa_object: dict | None = None
+        self._server: Any = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "KubeAutoscaler":
+        from kubernetes import client
+        from prometheus_client import start_http_server
+
+        tap = getattr(self.platform.control_plane, "tap", None)
+        if tap is not None:
+            tap.on_read = self._on_read
+        client.CustomObjectsApi(self.platform.api).create_namespaced_custom_object(
+            "keda.sh", "v1alpha1", self.platform.namespace, "scaledobjects", self.body)
+        self.events.emit("scaled_object_applied", name=self.name,
+                         triggers=self.body["spec"]["triggers"])
+        self._server, _ = start_http_server(0, addr="127.0.0.1", registry=self.metrics.registry)
+        self.metrics_port = self._server.server_port
+        self._thread = threading.Thread(target=self._loop, name="lagscale-hpa-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        tap = getattr(self.platform.control_plane, "tap", None)
+        if tap is not None:
+            tap.on_read = None
+        self.events.close()
+
+    def has_decided(self) -> bool:
+        """The HPA exists and has synced once (``status.desiredReplicas`` set)."""
+        return bool(self.series)
+
+    def set_policy(self, policy: Any) -> None:
+        raise ConfigError("switch_policy: not available on --platform kubernetes (the real "
+                          "KEDA runs the applied ScaledObject); use --platform local")
+
+    def _on_read(self, read: Any) -> None:
+        self.events.emit("metric_read", metric=read.metric_name, total=read.total,
+                         values=list(read.values), status=read.status)
+        if read.total is not None:
+            self.metrics.metric_value.labels("default", self.name, "kafkaScaler",
+                                             read.metric_name, "0").set(read.total)
+
+    def _loop(self) -> None:
+        from kubernetes import client
+
+        api = client.AutoscalingV2Api(self.platform.api)
+        while not self._stop.wait(POLL_S):
+            try:
+                hpa = api.read_namespaced_horizontal_pod_autoscaler(self.hpa_name,
+                                                                    self.platform.namespace)
+            except client.exceptions.ApiException as exc:
+                if exc.status != 404:  # 404: KEDA has not created it yet
+                    self.events.emit("controller_error", error=f"HPA read: {exc.status} {exc.reason}")
+                continue
+            except Exception as exc:
+                self.events.emit("controller_error", error=f"{type(exc).__name__}: {exc}")
+                continue
+            if self.hpa_object is None:
+                self.hpa_object = self.platform.api.sanitize_for_serialization(hpa)
+                self.events.emit("hpa_created", name=self.hpa_name,
+                                 spec=self.hpa_object.get("spec"))
+            self._observe(hpa)
+
+    def _observe(self, hpa: Any) -> None:
+        status = hpa.status
+        if status is None or status.desired_replicas is None:
+            return
+        last = status.last_scale_time.isoformat() if status.last_scale_time else None
+        obs = HpaObservation(self.clock.now(), int(status.desired_replicas),
+                             int(status.current_replicas or 0), last)
+        previous = self.series[-1] if self.series else None
+        self.metrics.desired.labels("default", self.hpa_name).set(obs.desired_replicas)
+        self.metrics.current.labels("default", self.hpa_name).set(obs.current_replicas)
+        if previous is not None and (previous.desired_replicas, previous.current_replicas,
+                                     previous.last_scale_time) == (
+                obs.desired_replicas, obs.current_replicas, obs.last_scale_time):
+            return
+        self.series.append(obs)
+        self.events.emit("hpa_status", desired_replicas=obs.desired_replicas,
+                         current_replicas=obs.current_replicas, last_scale_time=last)
+        before = previous.desired_replicas if previous is not None else obs.current_replicas
+        if obs.desired_replicas != before:
+            self.events.emit("decision", via="hpa_sync", desired_replicas=obs.desired_replicas,
+                             current_replicas=before)

@@ -1,0 +1,64 @@
+"""The kubernetes platform's pure parts: the Deployment and ScaledObject it applies, the HPA
+timing it starts the controller-manager with, and the policies it refuses."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_lagscale.config.policy import load_policy_manifest
+from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.platform import PLATFORMS, platform_class
+from pytest_lagscale.platform.kubernetes import (
+    KubernetesDeployment, check_policy, deployment_object, hpa_timing, scaled_object)
+
+K8S = Path(__file__).resolve().parents[3] / "k8s"
+
+
+def test_the_platform_is_registered_under_kubernetes():
+    assert "kubernetes" in PLATFORMS
+    assert platform_class("kubernetes") is KubernetesDeployment
+
+
+def test_the_deployment_runs_the_runs_command_line_at_zero_replicas():
+    argv = (sys.executable, "-m", "spark_consumer", "--bootstrap=127.0.0.1:1234", "--topic=t-1")
+    doc = deployment_object(K8S / "consumer-deployment-ci.yaml", argv, {"EXTRA": "1"})
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python", "-m", "spark_consumer",
+                                    "--bootstrap=127.0.0.1:1234", "--topic=t-1"]
+    assert container["args"] == []
+    assert {"name": "EXTRA", "value": "1"} in container["env"]
+    assert doc["spec"]["replicas"] == 0
+    assert "namespace" not in doc["metadata"]
+    # the probe and grace period of the committed manifest are kept
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
+
+
+def test_the_scaled_object_points_at_the_runs_broker_group_and_topic():
+    doc = scaled_object(K8S / "scaledobject-ci.yaml", bootstrap="127.0.0.1:9", group="g-1",
+                        topic="t-1", lag_threshold=50)
+    meta = doc["spec"]["triggers"][0]["metadata"]
+    assert (meta["bootstrapServers"], meta["consumerGroup"], meta["topic"]) == (
+        "127.0.0.1:9", "g-1", "t-1")
+    assert meta["lagThreshold"] == "50"
+    assert doc["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+
+
+def test_hpa_timing_comes_from_the_scaled_objects_annotations():
+    timing = hpa_timing(load_policy_manifest(K8S / "scaledobject-ci.yaml"))
+    assert (timing.sync_period_s, timing.tolerance, timing.downscale_stabilization_s) == (3, 0.1, 30)
+
+
+@pytest.mark.parametrize("manifest, needle", [
+    ("hpa-cpu-ci.yaml", "only KEDA ScaledObjects"),
+    ("scaledobject-prometheus-ci.yaml", "trigger type(s) prometheus"),
+])
+def test_policies_the_real_keda_here_cannot_run_are_refused(manifest, needle):
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        check_policy(load_policy_manifest(K8S / manifest))
+
+
+def test_a_kafka_scaled_object_is_accepted():
+    check_policy(load_policy_manifest(K8S / "scaledobject-ci.yaml"))
