@@ -272,6 +272,7 @@ class _TapServer(ThreadingHTTPServer):
         self._live: set[ssl.SSLSocket] = set()
         self._conn_threads: set[threading.Thread] = set()
         self._lock = threading.Lock()
+        self._closing = False
         super().__init__(address, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -283,21 +284,23 @@ class _TapServer(ThreadingHTTPServer):
 
     def _connection(self, request: socket.socket, client_address: Any) -> None:
         try:
-            request.settimeout(HANDSHAKE_TIMEOUT_S)
             try:
-                conn = self.tls.wrap_socket(request, server_side=True)
-            except (ssl.SSLError, OSError) as exc:
-                log.info("metrics tap: TLS handshake with %s refused: %s", client_address[0], exc)
+                request.settimeout(HANDSHAKE_TIMEOUT_S)
+                conn = self.tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+            except OSError:  # the client is gone already
                 request.close()
                 return
             with self._lock:
-                self._live.add(conn)
+                if self._closing:
+                    conn.close()
+                    return
+                self._live.add(conn)  # from here stop() can shut it down, handshake included
             try:
-                self.RequestHandlerClass(conn, client_address, self)
+                conn.do_handshake()
             except (ssl.SSLError, OSError) as exc:
-                log.debug("metrics tap: connection from %s ended: %s", client_address[0], exc)
-            except Exception:
-                self.handle_error(conn, client_address)
+                log.info("metrics tap: TLS handshake with %s refused: %s", client_address[0], exc)
+            else:
+                self._serve(conn, client_address)
             finally:
                 with self._lock:
                     self._live.discard(conn)
@@ -306,12 +309,21 @@ class _TapServer(ThreadingHTTPServer):
             with self._lock:
                 self._conn_threads.discard(threading.current_thread())
 
+    def _serve(self, conn: ssl.SSLSocket, client_address: Any) -> None:
+        try:
+            self.RequestHandlerClass(conn, client_address, self)
+        except (ssl.SSLError, OSError) as exc:
+            log.debug("metrics tap: connection from %s ended: %s", client_address[0], exc)
+        except Exception:
+            self.handle_error(conn, client_address)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.exception("metrics tap: error serving %s", client_address)
 
     def close_connections(self, timeout_s: float) -> None:
         """Shut every live connection down (a blocked read returns) and join the threads."""
         with self._lock:
+            self._closing = True
             live, threads = list(self._live), list(self._conn_threads)
         for conn in live:
             try:

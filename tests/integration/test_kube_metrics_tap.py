@@ -15,6 +15,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -178,3 +179,19 @@ def test_stop_closes_kept_alive_connections_and_is_idempotent(pki):
             get(conn, METRIC_PATH)
         conn.close()
         assert tap._server is None
+
+
+def test_a_stalled_handshake_blocks_neither_other_clients_nor_stop(pki):
+    with fake_adapter(pki) as (adapter_port, _):
+        tap = MetricsTap(pki, adapter_port).start()
+        try:
+            stalled = socket.create_connection(("127.0.0.1", tap.port), timeout=10)  # TCP only, no ClientHello
+            conn = aggregator(pki, tap.port)
+            assert get(conn, METRIC_PATH)[0] == 200
+            conn.close()
+        finally:
+            started = time.monotonic()
+            tap.stop(timeout_s=5)
+            assert time.monotonic() - started < 2.0  # the stalled thread ended, not timed out
+        assert stalled.recv(1) == b""  # the tap closed it
+        stalled.close()
