@@ -233,6 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = forward_headers(self.headers.items())
+        if "Host" not in self.headers:  # an HTTP/1.0 client; the adapter (Go) requires one
+            headers.append(("Host", tap.server_name))
         try:
             status, reason, resp_headers, resp_body = self.upstream.exchange(
                 self.command, self.path, headers, body)
@@ -445,4 +447,7 @@ class MetricsTap(StartStop):
         if self.events is not None:
             self.events.emit("metric_read", **asdict(read))
         if self.on_read is not None:
-            self.on_read(read)
+            try:
+                self.on_read(read)
+            except Exception:  # the caller's bug must not cut the aggregator's connection
+                log.exception("metrics tap: on_read callback failed for %s", read)
