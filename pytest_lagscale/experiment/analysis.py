@@ -103,7 +103,8 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                        artifacts={**layout.artifacts(), "replicas_png": replicas_png},
                        extra_metrics=extra,
                        # the signal's staleness at the controller's steps, per source kind
-                       run_info={**_run_info(run), "lag_signal": signal_summary(records)},
+                       run_info={**_run_info(run), "lag_signal": signal_summary(records),
+                                 **_platform_info(run, records)},
                        experiment={"replicas": replicas.to_dict()},
                        machine_info=machine_info(), commit_info=commit_info(),
                        store_times=store)
@@ -150,6 +151,13 @@ def redact_remote(url: str | None) -> str | None:
     kept = [p for p in params.split(";") if p and not any(
         word in p.partition("=")[0].lower() for word in SECRET_PARAMS)]
     return f"{scheme}://{authority}" + ("/;" + ";".join(kept) if kept else "")
+
+
+def _platform_info(run: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the platform itself reports on the run (kubernetes: versions, the control plane's
+    start, the shadow HPA's agreement), or nothing."""
+    info = getattr(run.parts.platform, "run_info", None)
+    return info(records) if info is not None else {}
 
 
 def _run_info(run: Any) -> dict[str, Any]:

@@ -116,7 +116,8 @@ def parse_metric_path(target: str) -> tuple[str, str, str] | None:
 
 
 def parse_metric_values(status: int, body: bytes) -> tuple[tuple[float, ...], float | None, str | None]:
-    """``(values, total, error)`` of an ExternalMetricValueList answer.
+    """``(values, total, error)`` of an ExternalMetricValueList answer, JSON or Kubernetes
+    protobuf (what kube-controller-manager asks for: :mod:`.metric_proto`).
 
     Each ``items[].value`` is a Kubernetes quantity (``"52338"``, ``"1500m"``, ``"2k"``) parsed
     with ``kubernetes.utils.parse_quantity``. ``total`` is None (and ``error`` says why) for a
@@ -126,9 +127,14 @@ def parse_metric_values(status: int, body: bytes) -> tuple[tuple[float, ...], fl
         return (), None, f"HTTP {status}"
     from kubernetes.utils import parse_quantity
 
+    from .metric_proto import ENVELOPE_PREFIX, external_metric_values
+
     try:
-        items = json.loads(body)["items"]
-        values = tuple(float(parse_quantity(item["value"])) for item in items)
+        if body.startswith(ENVELOPE_PREFIX):
+            quantities = [value for _, value in external_metric_values(body)]
+        else:
+            quantities = [item["value"] for item in json.loads(body)["items"]]
+        values = tuple(float(parse_quantity(q)) for q in quantities)
     except (ValueError, TypeError, KeyError) as exc:
         return (), None, f"not an ExternalMetricValueList: {type(exc).__name__}: {exc}"
     if not values:
@@ -239,7 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, reason, resp_headers, resp_body = self.upstream.exchange(
                 self.command, self.path, headers, body)
         except UpstreamError as exc:
-            log.warning("metrics tap: %s %s: %s", self.command, self.path, exc)
+            log.debug("metrics tap: %s %s: %s", self.command, self.path, exc)
             status, reason, resp_body = 502, "Bad Gateway", f"metrics tap: {exc}\n".encode()
             resp_headers = [("Content-Type", "text/plain; charset=utf-8")]
         self._reply(status, reason, resp_headers, resp_body)

@@ -208,6 +208,7 @@ class KubernetesDeployment(StartStop):
         from ..kube import build
         from ..kube.apply import bootstrap_applier
         from ..kube.control_plane import ControlPlane
+        from ..kube.metrics_tap import MetricsTap
         from ..kube.node_agent import NodeAgent
         from .image import prepare_image
 
@@ -219,7 +220,9 @@ class KubernetesDeployment(StartStop):
         crd_dir = (keda / "crds") if keda is not None else Path("/nonexistent")
         self.control_plane = ControlPlane(
             self.layout.root / "kube", timing=self.timing or HpaTiming(),
-            apply_bootstrap=bootstrap_applier(self.namespace, crd_dir), clock=self.clock)
+            apply_bootstrap=bootstrap_applier(self.namespace, crd_dir), clock=self.clock,
+            tap=lambda layout: MetricsTap(layout.pki, layout.ports.keda_adapter,
+                                          clock=self.clock))
         self.control_plane.start()
         self.events.emit("control_plane_ready", ready_s=self.control_plane.ready_s,
                          versions=self.control_plane.versions)
@@ -315,6 +318,30 @@ class KubernetesDeployment(StartStop):
         """The autoscale phase's part on this platform (see :class:`KubeAutoscaler`)."""
         return KubeAutoscaler(self, plan, events_path, bootstrap=bootstrap, group=group,
                               topic=topic, clock=self.clock)
+
+    def run_info(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """``{"kubernetes": {...}}`` for the benchmark JSON's ``run``: the pinned versions, the
+        control plane's readiness times (s), the HPA timing, and the shadow HPA's verdict over
+        the run (:func:`~pytest_lagscale.kube.conformance.run_conformance`; an ``error`` when
+        it cannot be computed)."""
+        from ..kube.conformance import run_conformance
+
+        timing = self.control_plane.timing if self.control_plane is not None else self.timing
+        info: dict[str, Any] = {
+            "versions": self.versions,
+            "control_plane_ready_s": dict(getattr(self.control_plane, "ready_s", {}) or {}),
+            "hpa_timing": None if timing is None else {
+                "sync_period_s": timing.sync_period_s, "tolerance": timing.tolerance,
+                "downscale_stabilization_s": timing.downscale_stabilization_s},
+            "node_agent_errors": getattr(self.agent, "errors", None)}
+        try:
+            report = run_conformance(records, sync_period_s=timing.sync_period_s,
+                                     tolerance=timing.tolerance,
+                                     downscale_stabilization_s=timing.downscale_stabilization_s)
+            info["conformance"] = report.to_json()
+        except Exception as exc:  # recorded, never fatal to the run's analysis
+            info["conformance"] = {"error": f"{type(exc).__name__}: {exc}"}
+        return {"kubernetes": info}
 
     @property
     def versions(self) -> dict[str, str]:
@@ -431,8 +458,9 @@ class KubeAutoscaler(StartStop):
                           "KEDA runs the applied ScaledObject); use --platform local")
 
     def _on_read(self, read: Any) -> None:
-        self.events.emit("metric_read", metric=read.metric_name, total=read.total,
-                         values=list(read.values), status=read.status)
+        self.events.emit("metric_read", read_t_s=read.t_s, metric=read.metric_name,
+                         label_selector=read.label_selector, total=read.total,
+                         values=list(read.values), status=read.status, error=read.error)
         if read.total is not None:
             self.metrics.metric_value.labels("default", self.name, "kafkaScaler",
                                              read.metric_name, "0").set(read.total)
