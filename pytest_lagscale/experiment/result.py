@@ -47,6 +47,8 @@ def run_title(label: str, inputs: Inputs) -> str:
     """The name a run goes by in its summary, timeline PNG and terminal table: its label and
     what the replicas ran on, e.g. ``spike-ci · engine spark, trigger 2 s``."""
     parts = [f"engine {inputs.engine}"]
+    if "kubernetes" in inputs.versions:  # the real KEDA + HPA decided (--platform kubernetes)
+        parts.append(f"KEDA {inputs.versions['keda']} + HPA {inputs.versions['kubernetes']}")
     if inputs.trigger_interval_s:
         parts.append(f"trigger {inputs.trigger_interval_s:g} s")
     if inputs.spark_remote:

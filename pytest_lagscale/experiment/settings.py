@@ -171,4 +171,6 @@ class RunSettings:
             parts.append("static")
         if self.lag_source != "broker":
             parts.append(self.lag_source)
+        if self.platform != "local":
+            parts.append(self.platform)
         return "-".join(parts)
