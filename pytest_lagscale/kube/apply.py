@@ -7,8 +7,6 @@ operator: it creates KEDA's CRDs (read from the KEDA install's ``crds/``) and th
 and waits until every CRD reports ``Established`` (KEDA's informers fail on a CRD the apiserver
 does not serve yet).
 
-Status: written and unit-tested with a fake client; never run against an apiserver.
-
 Source: kubernetes-client/python ``kubernetes.utils.create_from_dict`` (``FailToCreateError``
 carrying one ``ApiException`` per failed object); apiextensions.k8s.io/v1 CRD status condition
 ``Established``.

@@ -143,7 +143,7 @@ def test_find_installed_matches_the_current_pin_only(tmp_path):
 def test_missing_reason_names_the_bootstrap_command(tmp_path):
     reason = build.missing_reason(cache=tmp_path)
     assert reason == ("control-plane binaries not built (etcd v3.6.16, kubernetes v1.36.3, "
-                      "keda v2.21.0); run scripts/bootstrap --with-kube (cold build ~17 min on "
+                      "keda v2.21.0); run scripts/bootstrap --with-kube (cold build ~14 min on "
                       "2 cores, then cached)")
 
 

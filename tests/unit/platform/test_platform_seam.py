@@ -14,7 +14,8 @@ from pytest_lagscale.platform.local import ReplicaTemplate
 
 @pytest.mark.parametrize("kind", sorted(PLATFORMS))
 def test_every_registered_platform_implements_the_protocol(kind: str, tmp_path: Path) -> None:
-    platform = make_platform(kind, ReplicaTemplate(argv=("true",)), tmp_path)
+    manifest = str(Path(__file__).resolve().parents[3] / "k8s" / "consumer-deployment-ci.yaml")
+    platform = make_platform(kind, ReplicaTemplate(argv=("true",), manifest=manifest), tmp_path)
     assert isinstance(platform, Platform)
     assert (platform.desired_replicas, platform.current_replicas, platform.ready_replicas) \
         == (0, 0, 0)
@@ -22,8 +23,8 @@ def test_every_registered_platform_implements_the_protocol(kind: str, tmp_path: 
 
 def test_an_unknown_platform_names_the_registered_ones(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        make_platform("kubernetes", ReplicaTemplate(argv=("true",)), tmp_path)
-    assert info.value.problems == ["--platform: 'kubernetes' is not one of local; use "
+        make_platform("nomad", ReplicaTemplate(argv=("true",)), tmp_path)
+    assert info.value.problems == ["--platform: 'nomad' is not one of local, kubernetes; use "
                                    "--platform=local"]
 
 
