@@ -76,13 +76,14 @@ def rid() -> Iterator[str]:
     reap_run(value)
 
 
-def start_harness(tmp_path: Path, rid: str) -> subprocess.Popen[bytes]:
-    """``lagscale run`` on the exit profile, in its own session, output in tmp_path/harness.log."""
+def start_harness(tmp_path: Path, rid: str, *extra: str) -> subprocess.Popen[bytes]:
+    """``lagscale run`` on the exit profile (plus ``extra`` options), in its own session, output
+    in tmp_path/harness.log."""
     env = {**os.environ, RUN_ID_ENV: rid}
     with open(tmp_path / "harness.log", "wb") as out:
         return subprocess.Popen(
             [LAGSCALE, "run", "--profile", str(PROFILE), "--engine", "arrow",
-             "--out", str(tmp_path / "runs")],
+             "--out", str(tmp_path / "runs"), *extra],
             env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True)
 
@@ -123,6 +124,31 @@ def test_harness_stopped_mid_spike_leaves_no_process_of_its_run(tmp_path, rid, s
             assert not pid_dir(rid).exists(), sorted(p.name for p in pid_dir(rid).iterdir())
         else:  # what `lagscale cleanup` (no argument) decides from the harness record
             assert pidfiles.harness_gone(pid_dir(rid))
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+
+
+def test_harness_killed_on_kubernetes_leaves_no_control_plane_or_pod_process(tmp_path, rid) -> None:
+    """``--platform kubernetes``: etcd, kube-apiserver, kube-controller-manager, KEDA and the node
+    agent's replica processes all die with a SIGKILLed harness (parent-death signal, process
+    groups). Skipped where the control plane is not built."""
+    from pytest_lagscale.kube import build
+
+    reason = build.missing_reason()
+    if reason is not None:
+        pytest.skip(f"--platform kubernetes: {reason}")
+    harness = start_harness(tmp_path, rid, "--platform", "kubernetes")
+    try:
+        replicas = wait_scaled_out(harness, rid, tmp_path / "harness.log")
+        assert len(replicas) > MIN_REPLICAS
+        names = " ".join(run_processes(rid).values())
+        assert all(part in names for part in ("etcd", "kube-apiserver", "kube-controller-manager",
+                                              "keda-operator", "keda-adapter"))
+        os.kill(harness.pid, signal.SIGKILL)
+        harness.wait(GONE_WITHIN_S)
+        assert_run_gone(rid, GONE_WITHIN_S)
     finally:
         if harness.poll() is None:
             harness.kill()
