@@ -27,7 +27,7 @@ def test_help_lists_the_kafka_and_run_options(pytester: pytest.Pytester) -> None
         "*--spark-remote=URL*",
         "*--graceful*",
         "*--no-graceful*",
-        "*--platform={local}*",
+        "*--platform={local,kubernetes}*",
         "*--kafka={embedded,testcontainers,external}*",
         "*--kafka-bootstrap=HOST:PORT*",
         "*--kafka-config=KEY=VALUE*",
