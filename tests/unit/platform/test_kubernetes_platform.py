@@ -11,8 +11,9 @@ import pytest
 from pytest_lagscale.config.policy import load_policy_manifest
 from pytest_lagscale.errors import ConfigError
 from pytest_lagscale.platform import PLATFORMS, platform_class
+from pytest_lagscale.platform.kube_autoscaler import scaled_object
 from pytest_lagscale.platform.kubernetes import (
-    KubernetesDeployment, check_policy, deployment_object, hpa_timing, scaled_object)
+    KubernetesDeployment, check_policy, deployment_object, hpa_timing)
 
 K8S = Path(__file__).resolve().parents[3] / "k8s"
 
