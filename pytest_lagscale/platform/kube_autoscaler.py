@@ -7,8 +7,10 @@ broker, group and topic; the plan's lagThreshold), then watches the HPA KEDA cre
 ``hpa_status`` event and, when ``status.desiredReplicas`` changes, a ``decision`` event (the
 analysis's one name for "the controller changed the scale"). Every external-metrics read the HPA
 makes passes the control plane's metrics tap (:mod:`pytest_lagscale.kube.metrics_tap`): each is a
-``metric_read`` event, and its value the ``keda_scaler_metrics_value`` series; desired and
-current replicas are ``kube_horizontalpodautoscaler_status_*`` from the real HPA's status. The
+``metric_read`` event, and its value the ``keda_scaler_metrics_value`` series;
+``kube_horizontalpodautoscaler_status_desired_replicas`` is the real HPA's
+``status.desiredReplicas`` and ``..._current_replicas`` the Deployment's ``spec.replicas`` the HPA
+set (its ``status.currentReplicas`` reports that only at the next sync). The
 series carry the embedded controller's names, so the timeline is drawn the same way.
 """
 
@@ -156,6 +158,12 @@ class KubeAutoscaler(StartStop):
                 self.events.emit("hpa_created", name=self.hpa_name,
                                  spec=self.hpa_object.get("spec"))
             self._observe(hpa)
+            # The scale the HPA set, as soon as it set it: its status.currentReplicas says so only
+            # at its next sync (a sync period later), which would leave a final scale-down out of
+            # a timeline recorded just after the settle; the embedded controller's series is the
+            # scale after each decision too.
+            self.metrics.current.labels("default", self.hpa_name).set(
+                self.platform.desired_replicas)
 
     def _observe(self, hpa: Any) -> None:
         status = hpa.status
@@ -166,7 +174,6 @@ class KubeAutoscaler(StartStop):
                              int(status.current_replicas or 0), last)
         previous = self.series[-1] if self.series else None
         self.metrics.desired.labels("default", self.hpa_name).set(obs.desired_replicas)
-        self.metrics.current.labels("default", self.hpa_name).set(obs.current_replicas)
         if previous is not None and (previous.desired_replicas, previous.current_replicas,
                                      previous.last_scale_time) == (
                 obs.desired_replicas, obs.current_replicas, obs.last_scale_time):
