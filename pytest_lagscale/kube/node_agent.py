@@ -39,8 +39,6 @@ from __future__ import annotations
 import datetime as dt
 import sys
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -49,6 +47,7 @@ from ..contract.rundir import RunDir
 from ..eventlog import EventLog
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
+from ..platform.local import probe_ready
 from ..process import ManagedProcess
 from . import node_sync
 from . import pod_replica as pr
@@ -98,15 +97,6 @@ class PodProcess:
                                       terminating=self.terminating, probe_ready=self.probe_ready)
 
 
-def _probe_ok(port: int, path: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
-                                    timeout=PROBE_TIMEOUT_S) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
 class NodeAgent(StartStop):
     """Runs the pods of one Deployment as local replica processes.
 
@@ -147,6 +137,10 @@ class NodeAgent(StartStop):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors = 0
+        self._handlers: dict[str, Callable[[node_sync.Action, Any], None]] = {
+            "start": self._start, "report_ready": self._report_ready,
+            "terminate": self._terminate_action, "final_delete": self._final_delete,
+            "report_failed": self._report_failed, "forget": self._forget}
 
     # -- what the platform reads ------------------------------------------------------------
     def replicas(self) -> list[PodProcess]:
@@ -223,7 +217,7 @@ class NodeAgent(StartStop):
                     pod.probe_ready = True
                 continue
             pod.last_probe_s = now
-            ok = _probe_ok(pod.metrics_port, path)
+            ok = probe_ready(pod.metrics_port, path, PROBE_TIMEOUT_S)
             pod.probe_ready = ok
             if ok and pod.ready_s is None:
                 pod.ready_s = self.clock.now()
@@ -231,11 +225,7 @@ class NodeAgent(StartStop):
                                  cold_start_s=round(pod.ready_s - pod.started_s, 3))
 
     def _execute(self, action: node_sync.Action, pod: Mapping[str, Any] | None) -> None:
-        handler: dict[str, Callable[[node_sync.Action, Any], None]] = {
-            "start": self._start, "report_ready": self._report_ready,
-            "terminate": self._terminate_action, "final_delete": self._final_delete,
-            "report_failed": self._report_failed, "forget": self._forget}
-        handler[action.kind](action, pod)
+        self._handlers[action.kind](action, pod)
 
     # -- actions --------------------------------------------------------------------------
     def _start(self, action: node_sync.Action, pod: Mapping[str, Any]) -> None:

@@ -130,8 +130,6 @@ class KubernetesDeployment(StartStop):
         ReplicaError: replicas not ready in time (:meth:`wait_ready`).
     """
 
-    kind = "kubernetes"
-
     def __init__(self, template: Any, run_dir: RunDir | str | Path, *, graceful: bool = True,
                  clock: Clock | None = None):
         if not getattr(template, "manifest", None):

@@ -332,7 +332,7 @@ class LocalDeployment(StartStop):
                     # the ReplicaSet replaces a failed pod; a StatefulSet under the same name
                     self._start_replica(ordinal=replica.ordinal)
             return
-        if replica.ready_s is None and _probe_ok(replica.metrics_port,
+        if replica.ready_s is None and probe_ready(replica.metrics_port,
                                                  self.template.readiness_path):
             replica.ready_s = self.clock.now()
             self.events.emit("replica_ready", replica_id=replica.replica_id,
@@ -349,7 +349,9 @@ class LocalDeployment(StartStop):
         return "\n".join(lines)
 
 
-def _probe_ok(port: int, path: str, timeout_s: float = 0.5) -> bool:
+def probe_ready(port: int, path: str, timeout_s: float = 0.5) -> bool:
+    """A kubelet's HTTP readiness probe of a replica: ``GET http://127.0.0.1:<port><path>``
+    answers 200 within ``timeout_s`` seconds (any error or other status: not ready)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout_s) as resp:
             return resp.status == 200
