@@ -72,6 +72,10 @@ class ManagedProcess(StartStop):
         env: extra environment on top of ``os.environ`` (``LAGSCALE_RUN_ID`` always added).
         cwd: working directory.
         log_path: file receiving stdout and stderr (appended); ``None`` discards output.
+        parent_death_signal: ``"TERM"`` (default) or ``"KILL"``: what the kernel sends the child
+            when the harness dies without stopping it. ``"KILL"`` is for servers whose graceful
+            shutdown waits on peers that die at the same moment (kube-apiserver drains requests
+            to an etcd that is gone), so nothing would remain to finish it.
 
     Raises:
         LagscaleError: from :meth:`start` if the executable cannot be started.
@@ -90,8 +94,13 @@ class ManagedProcess(StartStop):
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         log_path: str | os.PathLike[str] | None = None,
+        parent_death_signal: Literal["TERM", "KILL"] = "TERM",
     ):
+        if parent_death_signal not in ("TERM", "KILL"):
+            raise LagscaleError(f"{name}: parent_death_signal {parent_death_signal!r} is not "
+                                f"one of TERM, KILL")
         self.name = name
+        self.parent_death_signal = parent_death_signal
         self.argv = [str(a) for a in argv]
         self.env = dict(env or {})
         self.cwd = cwd
@@ -112,7 +121,7 @@ class ManagedProcess(StartStop):
             out = open(self.log_path, "ab")  # noqa: SIM115 - closed after Popen copies the fd
         try:
             self.popen = _spawner.popen(
-                _with_parent_death_signal(self.argv),
+                _with_parent_death_signal(self.argv, self.parent_death_signal),
                 env=env,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
@@ -286,8 +295,8 @@ _spawner = _Spawner()
 os.register_at_fork(after_in_child=_spawner.__init__)  # a forked child has no spawner thread
 
 
-def _with_parent_death_signal(argv: list[str]) -> list[str]:
-    """Prefix ``argv`` so the child gets SIGTERM if the harness dies without cleaning up.
+def _with_parent_death_signal(argv: list[str], signame: str = "TERM") -> list[str]:
+    """Prefix ``argv`` so the child gets SIG``signame`` if the harness dies without cleaning up.
 
     A harness killed with SIGKILL (or hung up before its handler ran) runs no atexit handler;
     ``PR_SET_PDEATHSIG`` (set by util-linux ``setpriv --pdeathsig``) makes the kernel signal the
@@ -302,7 +311,7 @@ def _with_parent_death_signal(argv: list[str]) -> list[str]:
         return argv
     if shutil.which(argv[0]) is None:
         raise FileNotFoundError(2, "No such file or directory", argv[0])
-    return [setpriv, "--pdeathsig", "TERM", "--", *argv]
+    return [setpriv, "--pdeathsig", signame, "--", *argv]
 
 
 def _group_alive(pgid: int) -> bool:

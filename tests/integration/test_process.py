@@ -88,6 +88,31 @@ def test_reap_run_kills_processes_of_a_dead_harness_by_run_id(tmp_path) -> None:
     assert group_members(orphan) == []
 
 
+def test_a_kill_parent_death_signal_stops_a_child_that_ignores_sigterm(tmp_path) -> None:
+    # As the control plane's servers are started: a SIGTERM that is ignored (or, for
+    # kube-apiserver, a graceful drain that never ends) must not let the child outlive its harness.
+    script = ("import os, time\nfrom pytest_lagscale.process import ManagedProcess\n"
+              "p = ManagedProcess('stubborn', ['bash', '-c', \"trap '' TERM; echo up; exec sleep "
+              f"120\"], log_path={str(tmp_path / 'stubborn.log')!r}, "
+              "parent_death_signal='KILL').start()\n"
+              "while 'up' not in p.tail():\n    time.sleep(0.02)\n"
+              "print(p.pid, flush=True)\nos.kill(os.getpid(), 9)\n")
+    env = {**os.environ, "LAGSCALE_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=30)
+    child = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while group_members(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_members(child) == []
+
+
+def test_an_unknown_parent_death_signal_is_refused_naming_the_allowed_ones() -> None:
+    with pytest.raises(LagscaleError, match=r"^x: parent_death_signal 'HUP' is not one of "
+                                            r"TERM, KILL$"):
+        ManagedProcess("x", ["true"], parent_death_signal="HUP")  # type: ignore[arg-type]
+
+
 def test_group_cpu_and_rss_sum_the_live_members_of_a_process_group() -> None:
     from pytest_lagscale.process import group_cpu_seconds, group_rss_bytes
 
