@@ -195,14 +195,16 @@ def _quantile(values: Sequence[float], q: float) -> float:
 
 
 def distribution(runs: Sequence[TwinRun]) -> dict[str, dict[str, float | None]]:
-    """Per headline metric: ``median``, ``p5``, ``p95`` over the draws (None when no draw
-    measured it) and ``measured`` (draws that did)."""
+    """Per headline metric: ``median``, ``p5``, ``p95``, ``min`` and ``max`` over the draws (None
+    when no draw measured it) and ``measured`` (draws that did)."""
     out: dict[str, dict[str, float | None]] = {}
     for name in HEADLINE:
         values = [v for r in runs if (v := r.headline()[name]) is not None]
         out[name] = ({"median": statistics.median(values), "p5": _quantile(values, 0.05),
-                      "p95": _quantile(values, 0.95), "measured": float(len(values))}
-                     if values else {"median": None, "p5": None, "p95": None, "measured": 0.0})
+                      "p95": _quantile(values, 0.95), "min": min(values), "max": max(values),
+                      "measured": float(len(values))}
+                     if values else {"median": None, "p5": None, "p95": None, "min": None,
+                                     "max": None, "measured": 0.0})
     return out
 
 

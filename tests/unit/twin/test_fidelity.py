@@ -191,12 +191,32 @@ def test_beyond_band_forgives_only_what_the_labels_real_runs_span() -> None:
 
     results = [run("spike-ci-lt50", 12_036.0, 15_720.0), run("spike-ci", 50_000.0, 70_000.0),
                run("spike-ci-lt5000", 68_000.0, 70_000.0)]
-    beyond, within = beyond_band(results, {"spike-ci-lt50": {"peak_lag_records": (12_500.0,
-                                                                                  14_899.0)},
-                                           "spike-ci": {"peak_lag_records": (51_000.0,
-                                                                             52_000.0)}})
+    beyond, within, reproduced = beyond_band(
+        results, {"spike-ci-lt50": {"peak_lag_records": (12_500.0, 14_899.0)},
+                  "spike-ci": {"peak_lag_records": (51_000.0, 52_000.0)}})
     assert [line.split(":")[0] for line in beyond] == ["spike-ci"]   # +34.6 % past its spread
     assert len(within) == 1 and within[0].startswith(
         "spike-ci-lt50: peak_lag_records error 0.306 beyond the twin's stated band 0.3")
     assert within[0].endswith("within the band of the label's real runs 12500-14899 (error "
                               "+0.055 to the nearest)")
+    assert reproduced == []
+
+
+def test_beyond_band_names_a_miss_that_a_draw_reproduced_apart_from_a_broken_twin() -> None:
+    from pytest_lagscale.twin.fidelity import Fidelity, FigureCheck, beyond_band
+
+    # The reaction draws of the clean-clone CI's spike-ci-lt5000 run given its cold starts:
+    # modes at ~13.8 s (19 draws) and ~20 s (10), one at 26.1 s; the run measured 21.05 s.
+    def run(label: str, low: float, high: float) -> Fidelity:
+        fig = FigureCheck("reaction_time_s", 21.05, 13.875, 13.75, 20.48,
+                          (13.875 - 21.05) / 21.05, False, low, high)
+        return Fidelity(run=label, label=label, draws=30, seconds=1.0, figures=(fig,), spans=())
+
+    beyond, within, reproduced = beyond_band(
+        [run("spike-ci-lt5000", 13.375, 26.125), run("spike-ci", 13.375, 20.9)],
+        {"spike-ci-lt5000": {"reaction_time_s": (21.96, 26.06)}})
+    assert within == []
+    assert [line.split(":")[0] for line in beyond] == ["spike-ci"]  # no draw came to 21.05 s
+    assert reproduced == ["spike-ci-lt5000: reaction_time_s error -0.341 beyond the twin's stated "
+                          "band 0.3 (measured 21.05, twin median 13.875); reproduced by a draw "
+                          "(draws 13.375-26.125, 5-95 % 13.75-20.48)"]
