@@ -68,6 +68,7 @@ from .report import baseline_cli as _baseline_cli  # noqa: E402,F401  (registers
 from .twin import cli as _twin_cli  # noqa: E402,F401  (registers `simulate`)
 from .twin import tune_cli as _tune_cli  # noqa: E402,F401  (registers `tune`)
 from .scalers.persistent_lag import cli as _scaler_cli  # noqa: E402,F401  (registers `scaler serve`)
+from .kube import cli as _kube_cli  # noqa: E402,F401  (registers `kube up`)
 
 
 def main() -> None:

@@ -296,6 +296,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
              "kube-apiserver, kube-controller-manager; built by scripts/bootstrap --with-kube) "
              "scale the committed Deployment, whose pods a node agent runs as local processes. "
              "Default: local.", default="local"),
+    RunOption("kubeconfig", "kubeconfig", "With --platform kubernetes: run on the cluster of "
+              "this kubeconfig's current context (e.g. one `lagscale kube up` keeps running; "
+              "KEDA installed, its pods run by the node agent on this machine) instead of a "
+              "control plane the run starts and stops. Default: none.", metavar="PATH"),
     _choices("kafka", "kafka", KINDS, "Where the broker comes from: an embedded KRaft node from "
              "pinned Maven jars, a testcontainers container, or an external cluster. "
              "Default: embedded.", default="embedded"),
@@ -381,6 +385,14 @@ def check_run_options(values: dict[str, Any]) -> list[str]:
     kafka = check_kafka_options(values.get("kafka") or "embedded", values.get("kafka_bootstrap"))
     if kafka:
         problems.append(kafka)
+    kubeconfig = values.get("kubeconfig")
+    if kubeconfig and (values.get("platform") or "local") != "kubernetes":
+        problems.append(f"--kubeconfig is only used with --platform kubernetes, not --platform "
+                        f"{values.get('platform') or 'local'}; add --platform kubernetes or drop "
+                        "--kubeconfig")
+    if kubeconfig and not Path(kubeconfig).is_file():
+        problems.append(f"--kubeconfig: {str(kubeconfig)!r} is not a file; give the path of a "
+                        "kubeconfig (lagscale kube up prints one)")
     if values.get("policy") and values.get("scaled_object"):
         problems.append("--policy and --scaledobject both name the scaling policy; give one")
     scale = values.get("lagscale_scale") if values.get("lagscale_scale") in SCALES else "ci"

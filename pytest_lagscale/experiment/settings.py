@@ -30,6 +30,8 @@ class RunSettings:
         scaled_object: KEDA ScaledObject YAML (give ``policy`` or this, not both).
         deployment: consumer Deployment, a bundled name or a path; None = the scale's.
         platform: where replicas run (``local``).
+        kubeconfig: ``--platform kubernetes`` on the cluster this kubeconfig names (its
+            current context) instead of a control plane the run starts; None = start one.
         kafka: ``embedded``, ``testcontainers`` or ``external`` (``kafka_bootstrap`` required).
         kafka_bootstrap: ``host:port`` of an external broker.
         kafka_config: extra librdkafka client settings (``--kafka-config KEY=VALUE``).
@@ -65,6 +67,7 @@ class RunSettings:
     scaled_object: str | Path | None = None
     deployment: str | Path | None = None
     platform: str = "local"
+    kubeconfig: str | Path | None = None
     kafka: str = "embedded"
     kafka_bootstrap: str | None = None
     kafka_config: Mapping[str, str] = field(default_factory=dict)

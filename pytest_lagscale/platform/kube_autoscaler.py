@@ -7,7 +7,9 @@ broker, group and topic; the plan's lagThreshold), then watches the HPA KEDA cre
 ``hpa_status`` event and, when ``status.desiredReplicas`` changes, a ``decision`` event (the
 analysis's one name for "the controller changed the scale"). Every external-metrics read the HPA
 makes passes the control plane's metrics tap (:mod:`pytest_lagscale.kube.metrics_tap`): each is a
-``metric_read`` event, and its value the ``keda_scaler_metrics_value`` series;
+``metric_read`` event, and its value the ``keda_scaler_metrics_value`` series (on a
+``--kubeconfig`` cluster, which has no tap, that series is the value the HPA reports in its
+``status.currentMetrics``, also in the ``hpa_status`` events);
 ``kube_horizontalpodautoscaler_status_desired_replicas`` is the real HPA's
 ``status.desiredReplicas`` and ``..._current_replicas`` the Deployment's ``spec.replicas`` the HPA
 set (its ``status.currentReplicas`` reports that only at the next sync). The
@@ -45,6 +47,28 @@ def scaled_object(source: str | Path, *, bootstrap: str, group: str, topic: str,
             if lag_threshold is not None:
                 meta["lagThreshold"] = str(lag_threshold)
     return doc
+
+
+def reported_metric(status: Any) -> tuple[str, float] | None:
+    """``(metric name, value)`` of the first External metric in an HPA status's
+    ``currentMetrics`` (``averageValue``, else ``value``; a Kubernetes quantity), or None.
+
+    Example:
+        >>> from types import SimpleNamespace as N
+        >>> ext = N(metric=N(name="s0-kafka-events"), current=N(average_value="2500m", value=None))
+        >>> reported_metric(N(current_metrics=[N(type="External", external=ext)]))
+        ('s0-kafka-events', 2.5)
+    """
+    from kubernetes.utils import parse_quantity
+
+    for metric in getattr(status, "current_metrics", None) or []:
+        ext = getattr(metric, "external", None)
+        if getattr(metric, "type", None) != "External" or ext is None or ext.current is None:
+            continue
+        quantity = ext.current.average_value or ext.current.value
+        if quantity is not None:
+            return str(ext.metric.name), float(parse_quantity(quantity))
+    return None
 
 
 @dataclass(frozen=True)
@@ -172,6 +196,12 @@ class KubeAutoscaler(StartStop):
         last = status.last_scale_time.isoformat() if status.last_scale_time else None
         obs = HpaObservation(self.clock.now(), int(status.desired_replicas),
                              int(status.current_replicas or 0), last)
+        reported = None
+        if getattr(self.platform.control_plane, "tap", None) is None:
+            reported = reported_metric(status)
+            if reported is not None:
+                self.metrics.metric_value.labels("default", self.name, "kafkaScaler",
+                                                 reported[0], "0").set(reported[1])
         previous = self.series[-1] if self.series else None
         self.metrics.desired.labels("default", self.hpa_name).set(obs.desired_replicas)
         if previous is not None and (previous.desired_replicas, previous.current_replicas,
@@ -180,7 +210,9 @@ class KubeAutoscaler(StartStop):
             return
         self.series.append(obs)
         self.events.emit("hpa_status", desired_replicas=obs.desired_replicas,
-                         current_replicas=obs.current_replicas, last_scale_time=last)
+                         current_replicas=obs.current_replicas, last_scale_time=last,
+                         **({} if reported is None else {"metric": reported[0],
+                                                         "metric_value": reported[1]}))
         before = previous.desired_replicas if previous is not None else obs.current_replicas
         if obs.desired_replicas != before:
             self.events.emit("decision", via="hpa_sync", desired_replicas=obs.desired_replicas,

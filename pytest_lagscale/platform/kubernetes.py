@@ -12,6 +12,14 @@ the HPA owns it); the replica counts are the Deployment's ``spec.replicas``,
 ``status.replicas`` and ``status.readyReplicas``, read every 0.2 s by a poller that also keeps
 their series (``deployment_status`` events when they change).
 
+With ``--kubeconfig PATH`` (the run's ``settings.kubeconfig``) no control plane is started:
+the run goes to the cluster of that kubeconfig (``lagscale kube up`` keeps one running), in a
+namespace of its own (``lagscale-<run id>``), after :func:`~pytest_lagscale.kube.cluster.preflight`
+checked KEDA and that no kubelet would take the pods; on every exit path the run's objects are
+deleted and the cluster keeps running. No metrics tap sits in front of that cluster's KEDA
+adapter, so the HPA's reads are its ``status.currentMetrics`` and the shadow's verdict is not
+computed.
+
 The autoscale phase's part on this platform is :class:`~.kube_autoscaler.KubeAutoscaler`
 (the ScaledObject applied, the real HPA observed). :meth:`KubernetesDeployment.run_info` adds
 the versions, the control plane's start and the shadow HPA's verdict to the benchmark JSON.
@@ -142,6 +150,10 @@ class KubernetesDeployment(StartStop):
         self.events = EventLog(self.layout.source_events("platform"), source="platform",
                                clock=self.clock)
         self.namespace = NAMESPACE
+        self.kubeconfig: Path | None = None
+        self.cluster: Any = None
+        self.cleanup_errors: list[str] = []
+        self._cleaned = False
         self.name = ""
         self.timing: Any = None
         self.control_plane: Any = None
@@ -159,20 +171,38 @@ class KubernetesDeployment(StartStop):
         """Refuse, before anything starts, a plan this platform cannot run.
 
         Raises:
-            ConfigError: a policy KEDA cannot run (:func:`check_policy`), or the control
-                plane's binaries are not built (names ``scripts/bootstrap --with-kube``).
+            ConfigError: a policy KEDA cannot run (:func:`check_policy`); without
+                ``--kubeconfig``, the control plane's binaries are not built (names
+                ``scripts/bootstrap --with-kube``); with it, what
+                :func:`~pytest_lagscale.kube.cluster.preflight` finds missing.
         """
         from ..kube import build
 
         check_policy(plan.policy_config)
+        kubeconfig = getattr(plan.settings, "kubeconfig", None)
+        if kubeconfig:
+            from kubernetes import config
+
+            from ..kube.cluster import preflight
+
+            preflight(config.new_client_from_config(config_file=str(kubeconfig)))
+            return
         reason = build.missing_reason()
         if reason is not None:
             raise ConfigError(f"--platform kubernetes: {reason}")
 
     def configure(self, plan: Any) -> None:
-        """Take the plan's policy (its HPA timing; refused if KEDA cannot run it)."""
+        """Take the plan's policy (its HPA timing; refused if KEDA cannot run it) and its
+        ``--kubeconfig`` (the run then gets a namespace of its own on that cluster)."""
+        from ..kube.cluster import run_namespace
+        from ..process import run_id
+
         check_policy(plan.policy_config)
         self.timing = hpa_timing(plan.policy_config)
+        kubeconfig = getattr(plan.settings, "kubeconfig", None)
+        self.kubeconfig = Path(kubeconfig) if kubeconfig else None
+        if self.kubeconfig is not None:
+            self.namespace = run_namespace(run_id())
 
     def start(self) -> "KubernetesDeployment":
         from kubernetes import config
@@ -184,22 +214,32 @@ class KubernetesDeployment(StartStop):
         from ..kube.node_agent import NodeAgent
         from .image import prepare_image
 
-        if self.control_plane is not None:
+        if self.api is not None:
             return self
-        from ..kube.commands import HpaTiming
+        if self.kubeconfig is not None:
+            from ..kube.cluster import create_namespace, preflight
+            from ..process import run_id
 
-        keda = build.find_installed("keda")
-        crd_dir = (keda / "crds") if keda is not None else Path("/nonexistent")
-        self.control_plane = ControlPlane(
-            self.layout.root / "kube", timing=self.timing or HpaTiming(),
-            apply_bootstrap=bootstrap_applier(self.namespace, crd_dir), clock=self.clock,
-            tap=lambda layout: MetricsTap(layout.pki, layout.ports.keda_adapter,
-                                          clock=self.clock))
-        self.control_plane.start()
-        self.events.emit("control_plane_ready", ready_s=self.control_plane.ready_s,
-                         versions=self.control_plane.versions)
-        self.api = config.new_client_from_config(
-            config_file=self.control_plane.layout.kubeconfig("admin"))
+            self.api = config.new_client_from_config(config_file=str(self.kubeconfig))
+            self.cluster = preflight(self.api)
+            create_namespace(self.api, self.namespace, run_id())
+            self.events.emit("cluster_ready", server=self.cluster.server,
+                             version=self.cluster.version, namespace=self.namespace)
+        else:
+            from ..kube.commands import HpaTiming
+
+            keda = build.find_installed("keda")
+            crd_dir = (keda / "crds") if keda is not None else Path("/nonexistent")
+            self.control_plane = ControlPlane(
+                self.layout.root / "kube", timing=self.timing or HpaTiming(),
+                apply_bootstrap=bootstrap_applier(self.namespace, crd_dir), clock=self.clock,
+                tap=lambda layout: MetricsTap(layout.pki, layout.ports.keda_adapter,
+                                              clock=self.clock))
+            self.control_plane.start()
+            self.events.emit("control_plane_ready", ready_s=self.control_plane.ready_s,
+                             versions=self.control_plane.versions)
+            self.api = config.new_client_from_config(
+                config_file=self.control_plane.layout.kubeconfig("admin"))
         self.image = prepare_image(self.template.argv, dict(self.template.env),
                                    self.layout.image_build_log)
         self.events.emit("image_prepared", engine=self.image.engine,
@@ -220,7 +260,10 @@ class KubernetesDeployment(StartStop):
 
     def stop(self, timeout_s: float | None = None) -> None:
         """Stop the node agent (every replica within its grace period), then the control
-        plane. Idempotent."""
+        plane; on a ``--kubeconfig`` cluster delete the run's objects instead (failures are
+        kept in ``cleanup_errors`` and the events). Idempotent."""
+        from ..kube.cluster import delete_run_objects
+
         self._stop.set()
         if self._poller is not None:
             self._poller.join(timeout=5)
@@ -228,6 +271,11 @@ class KubernetesDeployment(StartStop):
             self.agent.stop(timeout_s)
         if self.control_plane is not None:
             self.control_plane.stop()
+        elif self.cluster is not None and not self._cleaned:
+            self._cleaned = True
+            self.cleanup_errors = delete_run_objects(self.api, self.namespace)
+            self.events.emit("cluster_cleanup", namespace=self.namespace,
+                             server=self.cluster.server, errors=self.cleanup_errors)
         self.events.close()
 
     # -- the Platform members ----------------------------------------------------------------
@@ -304,11 +352,21 @@ class KubernetesDeployment(StartStop):
         timing = self.control_plane.timing if self.control_plane is not None else self.timing
         info: dict[str, Any] = {
             "versions": self.versions,
+            "cluster": None if self.kubeconfig is None else {
+                "kubeconfig": str(self.kubeconfig), "namespace": self.namespace,
+                "server_version": getattr(self.cluster, "version", None),
+                "hpa_timing": "assumed from the ScaledObject's lagscale.dev/hpa-* annotations: "
+                              "the cluster's kube-controller-manager flags are not visible"},
             "control_plane_ready_s": dict(getattr(self.control_plane, "ready_s", {}) or {}),
             "hpa_timing": None if timing is None else {
                 "sync_period_s": timing.sync_period_s, "tolerance": timing.tolerance,
                 "downscale_stabilization_s": timing.downscale_stabilization_s},
             "node_agent_errors": getattr(self.agent, "errors", None)}
+        if self.control_plane is None:
+            info["conformance"] = {"error": "not computed: the shadow needs the metrics tap, "
+                                            "which only a control plane the run starts has "
+                                            "(--kubeconfig given)"}
+            return {"kubernetes": info}
         try:
             report = run_conformance(records, sync_period_s=timing.sync_period_s,
                                      tolerance=timing.tolerance,
@@ -320,9 +378,14 @@ class KubernetesDeployment(StartStop):
 
     @property
     def versions(self) -> dict[str, str]:
+        """The pinned versions of the control plane the run starts; on a ``--kubeconfig``
+        cluster its API server's ``gitVersion`` and the KEDA version ``lagscale kube up``
+        recorded in it (``unknown`` elsewhere)."""
         from ..kube import pins
 
-        return pins.pinned_versions()
+        if self.cluster is None:
+            return pins.pinned_versions()
+        return {"kubernetes": self.cluster.version, "keda": self.cluster.keda_version}
 
     # -- the poller --------------------------------------------------------------------------
     def _read_status(self) -> DeploymentStatus:

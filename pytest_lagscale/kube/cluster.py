@@ -1,0 +1,201 @@
+"""A cluster given by a kubeconfig (``--kubeconfig``): checked, and a namespace per run.
+
+``lagscale run --platform kubernetes --kubeconfig PATH`` runs on a cluster that is already up
+(``lagscale kube up`` keeps the local control plane running between runs) instead of starting
+one. Before anything is applied, :func:`preflight` asks the cluster what the run needs and
+names what is missing:
+
+* the API answers (``/version``);
+* KEDA is installed: the ``scaledobjects.keda.sh`` CRD is ``Established`` and the APIService
+  ``v1beta1.external.metrics.k8s.io`` is ``Available`` (the HPA reads KEDA's metric through it);
+* no Node is Ready. The pods are run by the harness's node agent as processes on this machine,
+  and the ScaledObject's kafka trigger names the run's broker on 127.0.0.1: a cluster with
+  kubelets would run the pods in its own containers, and its KEDA (a pod) would not reach a
+  loopback broker. Such a cluster (kind, a cloud cluster) is refused with that reason.
+
+Each run gets its own namespace, ``lagscale-<run id>`` (:func:`run_namespace`), so runs against
+one cluster do not meet; :func:`delete_run_objects` removes what the run created (ScaledObject,
+HPA, Deployment, ReplicaSets, pods; the namespace itself when the cluster runs a namespace
+controller, else it stays empty).
+
+Source: kubernetes API conventions (``Established`` CRD condition, ``Available`` APIService
+condition, Node ``Ready`` condition); kedacore/keda config/metrics-server/api_service.yaml.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, LagscaleError
+from .manifests import EXTERNAL_METRICS_APISERVICE
+
+SCALEDOBJECT_CRD = "scaledobjects.keda.sh"
+RUN_LABEL = "lagscale.dev/run-id"
+#: ``kube-public/lagscale-versions``: the pinned versions ``lagscale kube up`` started.
+VERSIONS_CONFIGMAP = ("kube-public", "lagscale-versions")
+
+
+def run_namespace(run_id: str) -> str:
+    """``lagscale-<run id>``, lower-cased and cut to a DNS-1123 label (63 characters).
+
+    Example:
+        >>> run_namespace("3F2a_b9")
+        'lagscale-3f2a-b9'
+    """
+    slug = re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-") or "run"
+    return f"lagscale-{slug}"[:63].rstrip("-")
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """What :func:`preflight` found: the API server's URL, its ``gitVersion``, KEDA's version
+    (from :data:`VERSIONS_CONFIGMAP`, else ``unknown``) and the number of Ready nodes (0: the
+    node agent runs every pod)."""
+
+    server: str
+    version: str
+    keda_version: str
+    nodes_ready: int
+
+
+def _condition(obj: Any, kind: str) -> bool:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def preflight(api: Any) -> ClusterInfo:
+    """Check that the cluster can host a run (module docstring).
+
+    Args:
+        api: a ``kubernetes.client.ApiClient`` for the cluster.
+
+    Raises:
+        ConfigError: one line per problem: the API does not answer, KEDA's CRD or metrics
+            APIService is missing or not ready, or a Node is Ready.
+    """
+    from kubernetes import client
+
+    server = api.configuration.host
+    try:
+        version = client.VersionApi(api).get_code().git_version
+    except Exception as exc:
+        raise ConfigError(f"--kubeconfig: the cluster at {server} does not answer "
+                            f"({type(exc).__name__}: {exc}); start it (lagscale kube up) or fix "
+                            "the kubeconfig") from exc
+    problems = []
+    try:
+        crd = api.sanitize_for_serialization(
+            client.ApiextensionsV1Api(api).read_custom_resource_definition(SCALEDOBJECT_CRD))
+        if not _condition(crd, "Established"):
+            problems.append(f"CRD {SCALEDOBJECT_CRD} is not Established yet")
+    except client.exceptions.ApiException as exc:
+        problems.append(f"CRD {SCALEDOBJECT_CRD}: {exc.status} {exc.reason}: KEDA is not "
+                        "installed")
+    try:
+        svc = api.sanitize_for_serialization(
+            client.ApiregistrationV1Api(api).read_api_service(EXTERNAL_METRICS_APISERVICE))
+        if not _condition(svc, "Available"):
+            problems.append(f"APIService {EXTERNAL_METRICS_APISERVICE} is not Available: KEDA's "
+                            "metrics adapter is not serving")
+    except client.exceptions.ApiException as exc:
+        problems.append(f"APIService {EXTERNAL_METRICS_APISERVICE}: {exc.status} {exc.reason}: "
+                        "KEDA's metrics adapter is not installed")
+    nodes = client.CoreV1Api(api).list_node().items
+    ready = [n.metadata.name for n in nodes
+             if _condition(api.sanitize_for_serialization(n), "Ready")]
+    if ready:
+        problems.append(f"{len(ready)} Node(s) Ready ({', '.join(ready[:3])}): the run's pods "
+                        "are processes on this machine (the node agent) and its broker listens "
+                        "on 127.0.0.1, which a cluster with kubelets (kind, a cloud cluster) "
+                        "would not reach; use a cluster without nodes (lagscale kube up)")
+    if problems:
+        raise ConfigError([f"--kubeconfig ({server}): {p}" for p in problems])
+    return ClusterInfo(server, version, recorded_versions(api).get("keda", "unknown"),
+                       len(ready))
+
+
+def recorded_versions(api: Any) -> dict[str, str]:
+    """The versions in :data:`VERSIONS_CONFIGMAP` (empty when the cluster has none)."""
+    from kubernetes import client
+
+    try:
+        cm = client.CoreV1Api(api).read_namespaced_config_map(VERSIONS_CONFIGMAP[1],
+                                                                VERSIONS_CONFIGMAP[0])
+    except client.exceptions.ApiException:
+        return {}
+    return dict(cm.data or {})
+
+
+def record_versions(api: Any, versions: dict[str, str]) -> None:
+    """Write ``versions`` to :data:`VERSIONS_CONFIGMAP` (``lagscale kube up``).
+
+    Raises:
+        LagscaleError: the API refused.
+    """
+    from kubernetes import client
+
+    namespace, name = VERSIONS_CONFIGMAP
+    try:
+        client.CoreV1Api(api).create_namespaced_config_map(
+            namespace, {"metadata": {"name": name}, "data": dict(versions)})
+    except client.exceptions.ApiException as exc:
+        raise LagscaleError(f"ConfigMap {namespace}/{name}: {exc.status} {exc.reason}") from exc
+
+
+def create_namespace(api: Any, namespace: str, run_id: str) -> None:
+    """Create the run's namespace (labelled with the run id) and its ``default``
+    ServiceAccount (pods are refused without it until the serviceaccount controller makes
+    it). An existing one is an error: another run owns it.
+
+    Raises:
+        LagscaleError: the namespace exists, or the API refused.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    try:
+        core.create_namespace({"metadata": {"name": namespace, "labels": {RUN_LABEL: run_id}}})
+    except client.exceptions.ApiException as exc:
+        hint = "; another run with this run id owns it" if exc.status == 409 else ""
+        raise LagscaleError(f"--kubeconfig: namespace {namespace}: {exc.status} {exc.reason}"
+                            f"{hint}") from exc
+    try:
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": "default"}})
+    except client.exceptions.ApiException as exc:
+        if exc.status != 409:  # 409: the serviceaccount controller was first
+            raise LagscaleError(f"--kubeconfig: ServiceAccount {namespace}/default: "
+                                f"{exc.status} {exc.reason}") from exc
+
+
+def delete_run_objects(api: Any, namespace: str) -> list[str]:
+    """Delete what a run created in ``namespace`` (ScaledObjects first, so KEDA and the HPA
+    stop scaling; then HPAs, Deployments, ReplicaSets, pods with grace 0), then the namespace.
+    Best effort: returns one line per failure, never raises."""
+    from kubernetes import client
+
+    errors: list[str] = []
+    custom, hpa = client.CustomObjectsApi(api), client.AutoscalingV2Api(api)
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    steps = (
+        ("ScaledObjects", lambda: custom.delete_collection_namespaced_custom_object(
+            "keda.sh", "v1alpha1", namespace, "scaledobjects")),
+        ("HPAs", lambda: hpa.delete_collection_namespaced_horizontal_pod_autoscaler(namespace)),
+        ("Deployments", lambda: apps.delete_collection_namespaced_deployment(namespace)),
+        ("ReplicaSets", lambda: apps.delete_collection_namespaced_replica_set(namespace)),
+        ("Pods", lambda: core.delete_collection_namespaced_pod(namespace,
+                                                                grace_period_seconds=0)),
+        ("Namespace", lambda: core.delete_namespace(namespace)),
+    )
+    for what, call in steps:
+        try:
+            call()
+        except Exception as exc:  # the cluster outlives the run; report, go on
+            errors.append(f"{namespace}: deleting {what}: {type(exc).__name__}: {exc}")
+    return errors
+
+
+__all__ = ["RUN_LABEL", "SCALEDOBJECT_CRD", "VERSIONS_CONFIGMAP", "ClusterInfo",
+           "create_namespace", "delete_run_objects", "preflight", "record_versions",
+           "recorded_versions", "run_namespace"]

@@ -1,0 +1,134 @@
+"""``--platform kubernetes --kubeconfig``: a run on a cluster that is already up.
+
+``lagscale kube up`` starts the real local control plane (etcd, kube-apiserver,
+kube-controller-manager, KEDA; built by ``scripts/bootstrap --with-kube``) and keeps it up;
+``lagscale run --platform kubernetes --kubeconfig PATH`` then runs a short spike on it (arrow
+engine, the committed ci ScaledObject) in a namespace of its own. Checked: the run completes
+and reconciles, the real HPA scaled it (its status series in the events), the benchmark JSON
+names the cluster's versions and namespace, the run's objects are gone afterwards while the
+cluster still serves; a cluster with a Ready Node is refused with exit 2 before anything
+starts; SIGTERM stops ``kube up`` leaving no process of its run id.
+
+Skipped when the binaries are not built (the reason names the bootstrap command).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.kube import build
+from pytest_lagscale.process import RUN_ID_ENV, reap_run
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
+PROFILE = Path(__file__).resolve().parents[1] / "data" / "spike-short.yaml"
+LAGSCALE = str(Path(sys.executable).parent / "lagscale")
+UP_WITHIN_S = 60.0
+RUN_WITHIN_S = 420.0
+
+
+@pytest.fixture
+def kube_up(tmp_path) -> Iterator[tuple[Path, str]]:
+    """``lagscale kube up`` in its own session; yields (admin kubeconfig, its run id)."""
+    reason = build.missing_reason()
+    if reason is not None:
+        pytest.skip(f"--platform kubernetes: {reason}")
+    rid = f"kubeup{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "kube-up.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([LAGSCALE, "kube", "up", "--dir", str(tmp_path / "kube")],
+                                env={**os.environ, RUN_ID_ENV: rid}, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=out, text=True,
+                                start_new_session=True)
+    try:
+        kubeconfig = None
+        for line in proc.stdout:  # type: ignore[union-attr]
+            if line.startswith("kubeconfig: "):
+                kubeconfig = Path(line.split(": ", 1)[1].strip())
+                break
+        assert kubeconfig is not None and kubeconfig.is_file(), \
+            f"kube up printed no kubeconfig (rc {proc.poll()}):\n{log.read_text()}"
+        yield kubeconfig, rid
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, log.read_text()
+        assert reap_run(rid) == [], "kube up left processes of its run id behind"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+        reap_run(rid)
+
+
+def _api(kubeconfig: Path):
+    from kubernetes import config
+
+    return config.new_client_from_config(config_file=str(kubeconfig))
+
+
+def _run(tmp_path: Path, kubeconfig: Path, out: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([LAGSCALE, "run", "--platform", "kubernetes", "--kubeconfig",
+                           str(kubeconfig), "--profile", str(PROFILE), "--engine", "arrow",
+                           "--out", str(tmp_path / out)], capture_output=True, text=True,
+                          timeout=RUN_WITHIN_S, env={**os.environ, RUN_ID_ENV:
+                                                     f"kcrun{uuid.uuid4().hex[:8]}"})
+
+
+def test_a_run_on_a_kubeconfig_cluster_scales_through_its_hpa_and_cleans_up(tmp_path,
+                                                                            kube_up) -> None:
+    from kubernetes import client
+
+    kubeconfig, _ = kube_up
+    done = _run(tmp_path, kubeconfig, "runs")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    bench = json.loads((run_dir / "benchmark.json").read_text())
+    run, metrics = bench["run"], bench["metrics"]
+    assert run["platform"] == "kubernetes"
+    cluster = run["kubernetes"]["cluster"]
+    assert cluster["namespace"].startswith("lagscale-kcrun")
+    assert bench["inputs"]["versions"]["kubernetes"] == "v1.36.3"
+    assert bench["inputs"]["versions"]["keda"] == "v2.21.0"
+    assert metrics["lost_records"]["value"] == 0
+    assert metrics["duplicated_records"]["value"] == 0
+    events = list(read_events(run_dir / "events.jsonl"))
+    desired = [e["desired_replicas"] for e in events if e["event"] == "hpa_status"]
+    assert desired and max(desired) > run["min_replicas"], desired
+    reported = [e for e in events if e["event"] == "hpa_status" and "metric_value" in e]
+    assert reported, "the HPA's status.currentMetrics gave no metric value"
+    assert "tap" in run["kubernetes"]["conformance"]["error"]
+    cleanup = [e for e in events if e["event"] == "cluster_cleanup"]
+    assert cleanup and cleanup[0]["errors"] == []
+    api = _api(kubeconfig)
+    namespace = cluster["namespace"]
+    assert client.AppsV1Api(api).list_namespaced_deployment(namespace).items == []
+    assert client.CoreV1Api(api).list_namespaced_pod(namespace).items == []
+    assert client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "keda.sh", "v1alpha1", namespace, "scaledobjects")["items"] == []
+    assert client.VersionApi(api).get_code().git_version == "v1.36.3"  # still serving
+
+
+def test_a_cluster_with_a_ready_node_is_refused_before_anything_starts(tmp_path,
+                                                                       kube_up) -> None:
+    from kubernetes import client
+
+    kubeconfig, _ = kube_up
+    core = client.CoreV1Api(_api(kubeconfig))
+    core.create_node({"metadata": {"name": "kubelet-1"}})
+    core.patch_node_status("kubelet-1", {"status": {"conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady",
+         "message": "kubelet is posting ready status"}]}})
+    done = _run(tmp_path, kubeconfig, "refused")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 Node(s) Ready (kubelet-1)" in done.stderr
+    assert "lagscale kube up" in done.stderr
+    assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").iterdir())
