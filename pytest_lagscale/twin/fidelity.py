@@ -36,7 +36,8 @@ from .run import HEADLINE
 UNSUPPORTED = ("CPU-scaled policies", "external scalers other than the run's own "
                "persistent-lag scaler", "scheduled actions (increase_partitions, kill_replica, "
                "rolling_restart, switch_policy)", "static membership", "SIGKILL scale-down",
-               "an engine without a calibration")
+               "an engine without a calibration", "platforms other than local (the real KEDA "
+               "and HPA of --platform kubernetes)")
 #: Event-level spans compared: name -> description.
 SPANS = {"cold_start_s": "replica_started -> replica_ready",
          "started_to_assigned_s": "replica_started -> first assigned with partitions",
@@ -193,6 +194,9 @@ def plan_for(benchmark: dict[str, Any]) -> Any:
         reasons.append("static membership")
     if not settings.graceful:
         reasons.append("SIGKILL scale-down (graceful drain off)")
+    if (run.get("platform") or "local") != "local":
+        reasons.append(f"platform {run['platform']!r} (the twin models the embedded controller "
+                       "on local replicas)")
     if plan.engine not in ENGINES:
         reasons.append(f"engine {plan.engine!r} has no calibration")
     if reasons:

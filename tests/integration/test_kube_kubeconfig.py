@@ -1,13 +1,13 @@
-"""``--platform kubernetes --kubeconfig``: a run on a cluster that is already up.
+"""``--platform kubernetes --kubeconfig``: runs on a cluster that is already up.
 
 ``lagscale kube up`` starts the real local control plane (etcd, kube-apiserver,
-kube-controller-manager, KEDA; built by ``scripts/bootstrap --with-kube``) and keeps it up;
-``lagscale run --platform kubernetes --kubeconfig PATH`` then runs a short spike on it (arrow
-engine, the committed ci ScaledObject) in a namespace of its own. Checked: the run completes
-and reconciles, the real HPA scaled it (its status series in the events), the benchmark JSON
-names the cluster's versions and namespace, the run's objects are gone afterwards while the
-cluster still serves; a cluster with a Ready Node is refused with exit 2 before anything
-starts; SIGTERM stops ``kube up`` leaving no process of its run id.
+kube-controller-manager, KEDA; built by ``scripts/bootstrap --with-kube``) once for the module
+and keeps it up. Checked in the default session: the kubernetes platform given its kubeconfig
+makes a namespace of its own, its pods run as replica processes, and ``stop`` deletes the
+run's objects while the cluster keeps serving; a cluster with a Ready Node is refused with exit
+2 before anything starts; SIGTERM stops ``kube up`` leaving no process of its run id.
+``by_hand`` (about 2 minutes): a whole ``lagscale run --platform kubernetes --kubeconfig`` of a
+short spike completes, reconciles and is scaled by the cluster's HPA.
 
 Skipped when the binaries are not built (the reason names the bootstrap command).
 """
@@ -21,27 +21,35 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterator
 
 import pytest
 
+from pytest_lagscale.config.deployment import load_deployment
+from pytest_lagscale.config.policy import load_policy_manifest
 from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.kube import build
+from pytest_lagscale.platform.kubernetes import KubernetesDeployment
+from pytest_lagscale.platform.local import template_from_deployment
 from pytest_lagscale.process import RUN_ID_ENV, reap_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "spike-short.yaml"
+K8S = Path(__file__).resolve().parents[2] / "k8s"
 LAGSCALE = str(Path(sys.executable).parent / "lagscale")
 UP_WITHIN_S = 60.0
 RUN_WITHIN_S = 420.0
 
 
-@pytest.fixture
-def kube_up(tmp_path) -> Iterator[tuple[Path, str]]:
+@pytest.fixture(scope="module")
+def kube_up(tmp_path_factory) -> Iterator[tuple[Path, str]]:
     """``lagscale kube up`` in its own session; yields (admin kubeconfig, its run id)."""
     reason = build.missing_reason()
     if reason is not None:
         pytest.skip(f"--platform kubernetes: {reason}")
+    tmp_path = tmp_path_factory.mktemp("kube-up")
     rid = f"kubeup{uuid.uuid4().hex[:8]}"
     log = tmp_path / "kube-up.log"
     with open(log, "wb") as out:
@@ -83,6 +91,43 @@ def _run(tmp_path: Path, kubeconfig: Path, out: str) -> subprocess.CompletedProc
                                                      f"kcrun{uuid.uuid4().hex[:8]}"})
 
 
+def test_the_platform_on_a_kubeconfig_cluster_runs_pods_in_its_namespace_and_cleans_up(
+        tmp_path, kube_up, kafka_cluster) -> None:
+    from kubernetes import client
+
+    kubeconfig, _ = kube_up
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"events-{suffix}", f"enrich-{suffix}"
+    KafkaAdmin(kafka_cluster.bootstrap_servers, kafka_cluster.client_config).create_topic(topic, 4)
+    template = template_from_deployment(
+        load_deployment(K8S / "consumer-deployment-ci.yaml"), kafka_cluster.bootstrap_servers,
+        flag_overrides={"--topic": topic, "--group": group, "--engine": "arrow"})
+    plan = SimpleNamespace(policy_config=load_policy_manifest(K8S / "scaledobject-ci.yaml"),
+                           settings=SimpleNamespace(kubeconfig=kubeconfig))
+    KubernetesDeployment.check_plan(plan)  # the preflight passes on kube up's cluster
+    platform = KubernetesDeployment(template, tmp_path)
+    platform.configure(plan)
+    api = _api(kubeconfig)
+    with platform:
+        namespace = platform.namespace
+        assert namespace.startswith("lagscale-") and platform.control_plane is None
+        labels = client.CoreV1Api(api).read_namespace(namespace).metadata.labels
+        assert labels["lagscale.dev/run-id"]
+        platform.scale(2)
+        platform.wait_ready(2, within_s=120)
+        pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
+        assert sorted(p.status.phase for p in pods) == ["Running", "Running"]
+        live = [r.process for r in platform.replicas()]
+        assert platform.versions == {"kubernetes": "v1.36.3", "keda": "v2.21.0"}
+    assert all(p.poll() is not None for p in live)
+    assert platform.cleanup_errors == []
+    assert client.AppsV1Api(api).list_namespaced_deployment(namespace).items == []
+    assert client.AppsV1Api(api).list_namespaced_replica_set(namespace).items == []
+    assert client.CoreV1Api(api).list_namespaced_pod(namespace).items == []
+    assert client.VersionApi(api).get_code().git_version == "v1.36.3"  # the cluster serves on
+
+
+@pytest.mark.by_hand
 def test_a_run_on_a_kubeconfig_cluster_scales_through_its_hpa_and_cleans_up(tmp_path,
                                                                             kube_up) -> None:
     from kubernetes import client
@@ -124,11 +169,14 @@ def test_a_cluster_with_a_ready_node_is_refused_before_anything_starts(tmp_path,
     kubeconfig, _ = kube_up
     core = client.CoreV1Api(_api(kubeconfig))
     core.create_node({"metadata": {"name": "kubelet-1"}})
-    core.patch_node_status("kubelet-1", {"status": {"conditions": [
-        {"type": "Ready", "status": "True", "reason": "KubeletReady",
-         "message": "kubelet is posting ready status"}]}})
-    done = _run(tmp_path, kubeconfig, "refused")
+    try:
+        core.patch_node_status("kubelet-1", {"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady",
+             "message": "kubelet is posting ready status"}]}})
+        done = _run(tmp_path, kubeconfig, "refused")
+    finally:
+        core.delete_node("kubelet-1")
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert "1 Node(s) Ready (kubelet-1)" in done.stderr
-    assert "lagscale kube up" in done.stderr
-    assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").iterdir())
+    assert "use a cluster without nodes (lagscale kube up)" in done.stderr
+    assert not (tmp_path / "refused").exists()

@@ -108,6 +108,10 @@ def test_unsupported_inputs_are_named(tmp_path: Path) -> None:
     bench["run"]["graceful_drain"], bench["run"]["actions"] = True, [{"action": "kill_replica"}]
     with pytest.raises(Unsupported, match="scheduled actions"):
         plan_for(bench)
+    bench["run"]["actions"], bench["run"]["platform"] = [], "kubernetes"
+    with pytest.raises(Unsupported, match="platform 'kubernetes' \\(the twin models the "
+                                          "embedded controller on local replicas\\)"):
+        plan_for(bench)
 
 
 def test_an_external_scaler_the_run_did_not_serve_is_unsupported(tmp_path: Path) -> None:
