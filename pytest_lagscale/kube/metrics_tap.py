@@ -21,7 +21,8 @@ through it. The tap stands in for the adapter on both TLS legs, as kube-aggregat
   downstream connection, each with its own upstream connection.
 
 Every ``GET /apis/external.metrics.k8s.io/v1beta1/namespaces/<ns>/<metric>?labelSelector=...``
-is recorded as a :class:`MetricRead`; discovery and OpenAPI paths are proxied, not recorded.
+is recorded as a :class:`~.metric_reads.MetricRead` (:mod:`.metric_reads` reads the request and
+the answer); discovery and OpenAPI paths are proxied, not recorded.
 
 Source: issue 16 and docs/kubernetes.md "Conformance: the shadow controller"; the request shape
 is k8s.io/metrics pkg/client/external_metrics/client.go ``namespacedMetrics.List``.
@@ -31,14 +32,12 @@ from __future__ import annotations
 
 import bisect
 import http.client
-import json
 import logging
 import socket
 import ssl
 import threading
-import urllib.parse
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
@@ -47,10 +46,10 @@ from ..errors import LagscaleError
 from ..lifecycle import StartStop
 from ..sources.base import UtcNow, utc_now
 from .certs import LOOPBACK_IP, Pki, adapter_service_name
+from .metric_reads import MetricRead, parse_metric_path, parse_metric_values
 
 log = logging.getLogger(__name__)
 
-EXTERNAL_METRICS_PREFIX = "/apis/external.metrics.k8s.io/v1beta1/namespaces/"
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
                         "proxy-connection", "te", "trailer", "trailers", "transfer-encoding",
                         "upgrade"})
@@ -58,88 +57,10 @@ HANDSHAKE_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 120.0  # longer than Go's 90 s IdleConnTimeout: the client closes first
 
 
-@dataclass(frozen=True)
-class MetricRead:
-    """One external-metrics read of the HPA controller, as it passed through the tap.
-
-    Attributes:
-        t_s: the tap clock's ``now()`` (monotonic seconds) when the request arrived.
-        wall_utc: the same instant as UTC ISO-8601.
-        namespace, metric_name: the path's ``<ns>`` and ``<metric>`` (KEDA: ``s0-kafka-events``).
-        label_selector: the ``labelSelector`` query parameter, URL-decoded ("" when absent).
-        status: the HTTP status returned to the aggregator (502: the adapter was unreachable).
-        values: ``items[].value`` of the ExternalMetricValueList, one float per item, in order.
-        total: the sum of ``values``; None when there are no items, the status is not 2xx or the
-            body does not parse (the HPA's "no metrics returned" / failed read).
-        remote_user: the ``X-Remote-User`` header ("" when absent).
-        error: why ``total`` is None, or None.
-    """
-
-    t_s: float
-    wall_utc: str
-    namespace: str
-    metric_name: str
-    label_selector: str
-    status: int
-    values: tuple[float, ...]
-    total: float | None
-    remote_user: str
-    error: str | None = None
-
-
 class EventSink(Protocol):
     """What the tap needs of :class:`pytest_lagscale.eventlog.EventLog`."""
 
     def emit(self, event: str, **fields: Any) -> Any: ...
-
-
-def parse_metric_path(target: str) -> tuple[str, str, str] | None:
-    """``(namespace, metric_name, label_selector)`` of an external-metrics request target.
-
-    Args:
-        target: the request target, path plus query
-            (``/apis/external.metrics.k8s.io/v1beta1/namespaces/default/s0-kafka-events?labelSelector=...``).
-
-    Returns:
-        The URL-decoded parts (selector "" when absent); None for any other path (discovery
-        ``/apis/external.metrics.k8s.io/v1beta1``, ``/openapi/v2``, a deeper or shorter path).
-    """
-    split = urllib.parse.urlsplit(target)
-    if not split.path.startswith(EXTERNAL_METRICS_PREFIX):
-        return None
-    parts = split.path[len(EXTERNAL_METRICS_PREFIX):].split("/")
-    if len(parts) != 2 or not all(parts):
-        return None
-    query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
-    selector = query.get("labelSelector", [""])[0]
-    return urllib.parse.unquote(parts[0]), urllib.parse.unquote(parts[1]), selector
-
-
-def parse_metric_values(status: int, body: bytes) -> tuple[tuple[float, ...], float | None, str | None]:
-    """``(values, total, error)`` of an ExternalMetricValueList answer, JSON or Kubernetes
-    protobuf (what kube-controller-manager asks for: :mod:`.metric_proto`).
-
-    Each ``items[].value`` is a Kubernetes quantity (``"52338"``, ``"1500m"``, ``"2k"``) parsed
-    with ``kubernetes.utils.parse_quantity``. ``total`` is None (and ``error`` says why) for a
-    non-2xx status, a body that is not such a list, or no items.
-    """
-    if not 200 <= status < 300:
-        return (), None, f"HTTP {status}"
-    from kubernetes.utils import parse_quantity
-
-    from .metric_proto import ENVELOPE_PREFIX, external_metric_values
-
-    try:
-        if body.startswith(ENVELOPE_PREFIX):
-            quantities = [value for _, value in external_metric_values(body)]
-        else:
-            quantities = [item["value"] for item in json.loads(body)["items"]]
-        values = tuple(float(parse_quantity(q)) for q in quantities)
-    except (ValueError, TypeError, KeyError) as exc:
-        return (), None, f"not an ExternalMetricValueList: {type(exc).__name__}: {exc}"
-    if not values:
-        return (), None, "no items"
-    return values, sum(values), None
 
 
 def forward_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

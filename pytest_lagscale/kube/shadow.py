@@ -1,7 +1,7 @@
 """The embedded HPA in shadow of the real one: same inputs, compare the decisions (pure, no I/O).
 
 The conformance benchmark records, for one KEDA-generated HPA, every external-metrics read the
-HPA controller makes (:class:`~pytest_lagscale.kube.metrics_tap.MetricRead`, from the metrics
+HPA controller makes (:class:`~pytest_lagscale.kube.metric_reads.MetricRead`, from the metrics
 tap), the Deployment's ``spec.replicas``/``status.replicas`` and the HPA's
 ``status.desiredReplicas`` over time. This module turns those into one :class:`SyncInput` per
 sync (:func:`align_syncs`), replays them through
@@ -239,7 +239,7 @@ def shadow_decisions(spec: HpaSpecView, syncs: Sequence[SyncInput], *, tolerance
 
 
 class ReadLike(Protocol):
-    """What alignment needs of a :class:`~pytest_lagscale.kube.metrics_tap.MetricRead`."""
+    """What alignment needs of a :class:`~pytest_lagscale.kube.metric_reads.MetricRead`."""
 
     t_s: float
     metric_name: str

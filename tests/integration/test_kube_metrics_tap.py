@@ -23,7 +23,8 @@ import pytest
 from pytest_lagscale.clock import FakeClock
 from pytest_lagscale.eventlog import EventLog, read_events
 from pytest_lagscale.kube import certs
-from pytest_lagscale.kube.metrics_tap import MetricRead, MetricsTap
+from pytest_lagscale.kube.metric_reads import MetricRead
+from pytest_lagscale.kube.metrics_tap import MetricsTap
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("cryptography", reason="cryptography missing: pip install -e '.[kubernetes]'")

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_lagscale.kube.metric_proto import (ENVELOPE_PREFIX, encode_external_metric_values,
                                                external_metric_values)
-from pytest_lagscale.kube.metrics_tap import parse_metric_values
+from pytest_lagscale.kube.metric_reads import parse_metric_values
 
 
 def test_a_list_round_trips_through_the_envelope():

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from pytest_lagscale.kube.metrics_tap import forward_headers, parse_metric_path, parse_metric_values
+from pytest_lagscale.kube.metric_reads import parse_metric_path, parse_metric_values
+from pytest_lagscale.kube.metrics_tap import forward_headers
 
 BASE = "/apis/external.metrics.k8s.io/v1beta1/namespaces"
 
