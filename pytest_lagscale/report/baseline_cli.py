@@ -122,3 +122,36 @@ def update(
     every = {p.stem: load(p) for p in sorted(out.glob("*.json"))}
     (out / TOLERANCES_FILE).write_text(render_tolerances(every))
     typer.echo(f"wrote {len(docs)} baseline(s) and {out / TOLERANCES_FILE}")
+
+
+@baseline_app.command("regate")
+def regate_command(
+    folder: Path = typer.Argument(DEFAULT_DIR, metavar="DIR",
+                                  help=f"Baseline directory. Default: {DEFAULT_DIR}"),
+) -> None:
+    """Apply today's not-gated list to committed baselines whose samples are gone.
+
+    Each metric the rule no longer gates loses its value and tolerance (its spread and note
+    stay); TOLERANCES.md is drawn again. Gated metrics are untouched: a new tolerance needs
+    new samples (lagscale baseline update).
+    """
+    import json
+
+    from .baselines import TOLERANCES_FILE, regate, render_tolerances
+    from .benchjson import load
+
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        raise fail_usage(ConfigError(f"DIR: {str(folder)!r} holds no baseline (*.json); give "
+                                     "the baseline directory"))
+    try:
+        for path in files:
+            doc, ungated = regate(load(path))
+            path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+            typer.echo(f"{path.stem}: " + (f"no longer gates {', '.join(ungated)}" if ungated
+                                           else "unchanged gates"))
+    except ConfigError as exc:
+        raise fail_usage(exc) from exc
+    every = {p.stem: load(p) for p in files}
+    (folder / TOLERANCES_FILE).write_text(render_tolerances(every))
+    typer.echo(f"wrote {len(files)} baseline(s) and {folder / TOLERANCES_FILE}")

@@ -39,6 +39,7 @@ LOWER, HIGHER = "lower_is_better", "higher_is_better"
                  id="all-0-not-gated"),
     pytest.param("max_dip", [0.4, 0.45, 0.5], LOWER, (None, 0.0), id="bimodal-not-gated"),
     pytest.param("actuation_s", [0.01, 0.01, 0.01], LOWER, (None, 0.0), id="not-gated"),
+    pytest.param("join_s", [1.1, 1.6, 2.7], LOWER, (None, 0.0), id="join-bimodal-not-gated"),
     pytest.param("cold_start_s", [20.0, 21.0, 20.0], LOWER, (20.0, 1.0), id="wide-floor"),
     pytest.param("burst_load_average_max", [1.1, 1.2, 1.1], LOWER, (None, 0.0),
                  id="machine-load-not-gated"),
@@ -121,6 +122,41 @@ def test_derive_baseline_is_a_benchmark_document_its_samples_pass() -> None:
     doubled = _sample(doc, reaction_time_s=50.0, drain_time_s=104.0)
     failed = {row.metric for row in compare_documents(base, doubled).failures}
     assert {"reaction_time_s", "drain_time_s"} <= failed
+
+
+def test_regate_ungates_what_the_rule_no_longer_gates_and_keeps_the_rest(tmp_path) -> None:
+    from pytest_lagscale.report.baselines import NOT_GATED, regate
+
+    doc = benchjson.load(SPIKE)
+    samples = [(Path(f"s{i}/benchmark.json"), _sample(doc, reaction_time_s=r))
+               for i, r in enumerate([25.0, 28.0, 22.0])]
+    base = derive_baseline("spike-ci", samples)
+    old = copy.deepcopy(base)       # as a baseline written before join_s was not gated
+    old["metrics"]["join_s"].update(value=3.0, tolerance=1.6, slack=1.0)
+    old["baseline"]["rule"]["not_gated"].remove("join_s")
+    new, ungated = regate(old)
+    assert ungated == ["join_s"]
+    assert new["metrics"]["join_s"] == {"value": None, "unit": "s", "direction": LOWER,
+                                        "tolerance": 0.0}
+    assert new["baseline"]["spread"]["join_s"]["note"] == NOT_GATED["join_s"]
+    assert new["baseline"]["rule"] == base["baseline"]["rule"]
+    assert {k: v for k, v in new["metrics"].items() if k != "join_s"} == \
+        {k: v for k, v in old["metrics"].items() if k != "join_s"}
+    assert regate(new) == (new, [])  # idempotent
+    with pytest.raises(ConfigError, match="no 'baseline' section"):
+        regate(doc)
+
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    (folder / "spike-ci.json").write_text(json.dumps(old))
+    result = CliRunner().invoke(app, ["baseline", "regate", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "spike-ci: no longer gates join_s" in result.output
+    assert benchjson.load(folder / "spike-ci.json")["metrics"]["join_s"]["value"] is None
+    assert (folder / "TOLERANCES.md").read_text() == render_tolerances(
+        {"spike-ci": benchjson.load(folder / "spike-ci.json")})
+    empty = CliRunner().invoke(app, ["baseline", "regate", str(tmp_path / "none")])
+    assert empty.exit_code == 2 and "holds no baseline" in empty.output
 
 
 def test_samples_with_different_inputs_are_refused() -> None:

@@ -42,3 +42,14 @@ def test_the_tolerance_table_is_the_generated_one() -> None:
     assert (FOLDER / TOLERANCES_FILE).read_text() == render_tolerances(every), (
         "TOLERANCES.md is stale: rerun `lagscale baseline update` (see benchmarks/baselines/"
         "README.md)")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_no_committed_baseline_gates_a_metric_the_rule_does_not(path: Path) -> None:
+    from pytest_lagscale.report.baselines import NOT_GATED
+
+    doc = benchjson.load(path)
+    gated = sorted(name for name, entry in doc["metrics"].items()
+                   if name in NOT_GATED and entry["value"] is not None)
+    assert gated == [], f"{path.name} still gates {gated}: run lagscale baseline regate"
+    assert doc["baseline"]["rule"]["not_gated"] == sorted(NOT_GATED)
