@@ -71,8 +71,8 @@ def up(
     try:
         try:
             plane.start()
-            _record_versions(plane)
-        except LagscaleError as exc:
+            _ready_for_runs(plane)
+        except LagscaleError as exc:  # ConfigError too: the cluster it started is not usable
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         ready = sum(plane.ready_s.values())
@@ -101,12 +101,15 @@ def _control_plane(where: Path, timing: object) -> object:
     return ControlPlane(where, timing=timing, apply_bootstrap=bootstrap_applier(NAMESPACE, crd_dir))
 
 
-def _record_versions(plane: object) -> None:
+def _ready_for_runs(plane: object) -> None:
+    """Wait until a run's preflight passes (KEDA's APIService turns Available a moment after
+    the adapter answers), then record the pinned versions in the cluster."""
     from kubernetes import config
 
-    from .cluster import record_versions
+    from .cluster import preflight, record_versions
 
     api = config.new_client_from_config(config_file=plane.layout.kubeconfig("admin"))
+    preflight(api)
     record_versions(api, plane.versions)
 
 

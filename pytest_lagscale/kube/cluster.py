@@ -32,6 +32,8 @@ from ..errors import ConfigError, LagscaleError
 from .manifests import EXTERNAL_METRICS_APISERVICE
 
 SCALEDOBJECT_CRD = "scaledobjects.keda.sh"
+#: Seconds :func:`preflight` waits for KEDA's CRD and APIService conditions to become True.
+SETTLE_S = 60.0
 RUN_LABEL = "lagscale.dev/run-id"
 #: ``kube-public/lagscale-versions``: the pinned versions ``lagscale kube up`` started.
 VERSIONS_CONFIGMAP = ("kube-public", "lagscale-versions")
@@ -65,31 +67,15 @@ def _condition(obj: Any, kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
-def preflight(api: Any) -> ClusterInfo:
-    """Check that the cluster can host a run (module docstring).
-
-    Args:
-        api: a ``kubernetes.client.ApiClient`` for the cluster.
-
-    Raises:
-        ConfigError: one line per problem: the API does not answer, KEDA's CRD or metrics
-            APIService is missing or not ready, or a Node is Ready.
-    """
-    from kubernetes import client
-
-    server = api.configuration.host
-    try:
-        version = client.VersionApi(api).get_code().git_version
-    except Exception as exc:
-        raise ConfigError(f"--kubeconfig: the cluster at {server} does not answer "
-                            f"({type(exc).__name__}: {exc}); start it (lagscale kube up) or fix "
-                            "the kubeconfig") from exc
+def _keda_problems(api: Any, client: Any) -> list[str]:
+    """What is missing or not ready of KEDA: its CRD, its metrics APIService (the
+    condition's message where it has one)."""
     problems = []
     try:
         crd = api.sanitize_for_serialization(
             client.ApiextensionsV1Api(api).read_custom_resource_definition(SCALEDOBJECT_CRD))
         if not _condition(crd, "Established"):
-            problems.append(f"CRD {SCALEDOBJECT_CRD} is not Established yet")
+            problems.append(f"CRD {SCALEDOBJECT_CRD} is not Established")
     except client.exceptions.ApiException as exc:
         problems.append(f"CRD {SCALEDOBJECT_CRD}: {exc.status} {exc.reason}: KEDA is not "
                         "installed")
@@ -97,11 +83,49 @@ def preflight(api: Any) -> ClusterInfo:
         svc = api.sanitize_for_serialization(
             client.ApiregistrationV1Api(api).read_api_service(EXTERNAL_METRICS_APISERVICE))
         if not _condition(svc, "Available"):
-            problems.append(f"APIService {EXTERNAL_METRICS_APISERVICE} is not Available: KEDA's "
-                            "metrics adapter is not serving")
+            why = next((f" ({c.get('reason')}: {c.get('message')})"
+                        for c in (svc.get("status") or {}).get("conditions") or []
+                        if c.get("type") == "Available"), "")
+            problems.append(f"APIService {EXTERNAL_METRICS_APISERVICE} is not Available{why}: "
+                            "KEDA's metrics adapter is not serving")
     except client.exceptions.ApiException as exc:
         problems.append(f"APIService {EXTERNAL_METRICS_APISERVICE}: {exc.status} {exc.reason}: "
                         "KEDA's metrics adapter is not installed")
+    return problems
+
+
+def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None) -> ClusterInfo:
+    """Check that the cluster can host a run (module docstring).
+
+    Args:
+        api: a ``kubernetes.client.ApiClient`` for the cluster.
+        settle_s: seconds to wait for KEDA's CRD to be Established and its APIService
+            Available when they exist but are not yet (kube-aggregator's availability check
+            can flip to False for a moment on a loaded machine); missing ones fail at once.
+        clock: time source (``now``/``sleep``; RealClock when None).
+
+    Raises:
+        ConfigError: one line per problem: the API does not answer, KEDA's CRD or metrics
+            APIService is missing or not ready, or a Node is Ready.
+    """
+    from kubernetes import client
+
+    from ..clock import RealClock
+
+    clock = clock or RealClock()
+    server = api.configuration.host
+    try:
+        version = client.VersionApi(api).get_code().git_version
+    except Exception as exc:
+        raise ConfigError(f"--kubeconfig: the cluster at {server} does not answer "
+                            f"({type(exc).__name__}: {exc}); start it (lagscale kube up) or fix "
+                            "the kubeconfig") from exc
+    problems = _keda_problems(api, client)
+    deadline = clock.now() + settle_s
+    while problems and not any("not installed" in p for p in problems) and \
+            clock.now() < deadline:
+        clock.sleep(1.0)  # a condition that flips (the aggregator's checks under load)
+        problems = _keda_problems(api, client)
     nodes = client.CoreV1Api(api).list_node().items
     ready = [n.metadata.name for n in nodes
              if _condition(api.sanitize_for_serialization(n), "Ready")]

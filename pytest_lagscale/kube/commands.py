@@ -321,8 +321,10 @@ def keda_adapter(layout: Layout) -> Command:
     Flags as KEDA's own manifest (config/metrics-server/deployment.yaml: ``--client-ca-file``,
     ``--tls-cert-file``, ``--tls-private-key-file``, ``--cert-dir``) plus the three kubeconfigs
     a process outside the cluster needs (issue 16). Its serving certificate doubles as the gRPC client certificate towards the operator (same
-    ``--cert-dir``). Ready when ``/readyz`` answers ``ok`` to the admin identity (the harness
-    then also waits for the APIService's Available condition).
+    ``--cert-dir``). Ready when ``/readyz`` answers ``ok`` to the admin identity; the
+    APIService turns Available a moment later (its first checks meet the adapter's 401 while its
+    requestheader CA loads), which ``lagscale kube up`` and a ``--kubeconfig`` run's preflight
+    wait for (:func:`~.cluster.preflight`), and a run's first HPA sync outlasts.
 
     Known exception to loopback-only: the adapter's own Prometheus endpoint (``--port``) is
     bound as ``":<port>"`` on every interface (keda cmd/adapter/main.go ``RunMetricsServer``);
