@@ -92,13 +92,9 @@ def up(
 
 def _control_plane(where: Path, timing: object) -> object:
     from ..platform.kubernetes import NAMESPACE
-    from . import build
-    from .apply import bootstrap_applier
-    from .control_plane import ControlPlane
+    from .control_plane import keda_control_plane
 
-    keda = build.find_installed("keda")
-    crd_dir = (keda / "crds") if keda is not None else Path("/nonexistent")
-    return ControlPlane(where, timing=timing, apply_bootstrap=bootstrap_applier(NAMESPACE, crd_dir))
+    return keda_control_plane(where, timing, NAMESPACE)
 
 
 def _ready_for_runs(plane: object) -> None:

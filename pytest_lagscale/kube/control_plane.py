@@ -198,3 +198,17 @@ class ControlPlane(StartStop):
                     f"{cmd.readiness.url} (last answer: {detail}); raise ready_timeout_s or "
                     f"see {self.run_dir / (cmd.name + '.log')}\n" + "\n".join(process.tail(20)))
             self.clock.sleep(POLL_INTERVAL_S)
+
+
+def keda_control_plane(run_dir: Path, timing: HpaTiming, namespace: str, *,
+                       clock: Clock | None = None,
+                       tap: Callable[[Layout], Any] | None = None) -> "ControlPlane":
+    """The control plane of a run or of ``lagscale kube up``: KEDA's CRDs (from the built KEDA
+    install's ``crds/``) and the start-up objects for ``namespace`` applied before KEDA starts
+    (:func:`~.apply.bootstrap_applier`); ``tap`` as :class:`ControlPlane`'s. Not started."""
+    from .apply import bootstrap_applier
+
+    keda = build.find_installed("keda")
+    crd_dir = (keda / "crds") if keda is not None else Path("/nonexistent")
+    return ControlPlane(run_dir, timing=timing, clock=clock, tap=tap,
+                        apply_bootstrap=bootstrap_applier(namespace, crd_dir, clock=clock))

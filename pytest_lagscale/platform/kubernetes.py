@@ -207,9 +207,7 @@ class KubernetesDeployment(StartStop):
     def start(self) -> "KubernetesDeployment":
         from kubernetes import config
 
-        from ..kube import build
-        from ..kube.apply import bootstrap_applier
-        from ..kube.control_plane import ControlPlane
+        from ..kube.control_plane import keda_control_plane
         from ..kube.metrics_tap import MetricsTap
         from ..kube.node_agent import NodeAgent
         from .image import prepare_image
@@ -228,11 +226,9 @@ class KubernetesDeployment(StartStop):
         else:
             from ..kube.commands import HpaTiming
 
-            keda = build.find_installed("keda")
-            crd_dir = (keda / "crds") if keda is not None else Path("/nonexistent")
-            self.control_plane = ControlPlane(
-                self.layout.root / "kube", timing=self.timing or HpaTiming(),
-                apply_bootstrap=bootstrap_applier(self.namespace, crd_dir), clock=self.clock,
+            self.control_plane = keda_control_plane(
+                self.layout.root / "kube", self.timing or HpaTiming(), self.namespace,
+                clock=self.clock,
                 tap=lambda layout: MetricsTap(layout.pki, layout.ports.keda_adapter,
                                               clock=self.clock))
             self.control_plane.start()

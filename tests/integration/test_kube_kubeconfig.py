@@ -26,18 +26,16 @@ from typing import Iterator
 
 import pytest
 
-from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.config.policy import load_policy_manifest
 from pytest_lagscale.eventlog import read_events
-from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.kube import build
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment
-from pytest_lagscale.platform.local import template_from_deployment
 from pytest_lagscale.process import RUN_ID_ENV, reap_run
+
+from ._kube import K8S, arrow_template
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "spike-short.yaml"
-K8S = Path(__file__).resolve().parents[2] / "k8s"
 LAGSCALE = str(Path(sys.executable).parent / "lagscale")
 UP_WITHIN_S = 60.0
 RUN_WITHIN_S = 420.0
@@ -96,12 +94,7 @@ def test_the_platform_on_a_kubeconfig_cluster_runs_pods_in_its_namespace_and_cle
     from kubernetes import client
 
     kubeconfig, _ = kube_up
-    suffix = uuid.uuid4().hex[:8]
-    topic, group = f"events-{suffix}", f"enrich-{suffix}"
-    KafkaAdmin(kafka_cluster.bootstrap_servers, kafka_cluster.client_config).create_topic(topic, 4)
-    template = template_from_deployment(
-        load_deployment(K8S / "consumer-deployment-ci.yaml"), kafka_cluster.bootstrap_servers,
-        flag_overrides={"--topic": topic, "--group": group, "--engine": "arrow"})
+    template = arrow_template(kafka_cluster)
     plan = SimpleNamespace(policy_config=load_policy_manifest(K8S / "scaledobject-ci.yaml"),
                            settings=SimpleNamespace(kubeconfig=kubeconfig))
     KubernetesDeployment.check_plan(plan)  # the preflight passes on kube up's cluster

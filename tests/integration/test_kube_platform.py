@@ -15,20 +15,16 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
-from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.config.policy import load_policy_manifest
 from pytest_lagscale.eventlog import read_events
-from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.kube import build
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment, hpa_timing
-from pytest_lagscale.platform.local import template_from_deployment
 
-K8S = Path(__file__).resolve().parents[2] / "k8s"
+from ._kube import K8S, arrow_template
+
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 
 
@@ -37,13 +33,7 @@ def deployment(kafka_cluster, tmp_path):
     reason = build.missing_reason()
     if reason is not None:
         pytest.skip(f"--platform kubernetes: {reason}")
-    suffix = uuid.uuid4().hex[:8]
-    topic, group = f"events-{suffix}", f"enrich-{suffix}"
-    KafkaAdmin(kafka_cluster.bootstrap_servers, kafka_cluster.client_config).create_topic(topic, 4)
-    template = template_from_deployment(
-        load_deployment(K8S / "consumer-deployment-ci.yaml"), kafka_cluster.bootstrap_servers,
-        flag_overrides={"--topic": topic, "--group": group, "--engine": "arrow"})
-    platform = KubernetesDeployment(template, tmp_path)
+    platform = KubernetesDeployment(arrow_template(kafka_cluster), tmp_path)
     platform.timing = hpa_timing(load_policy_manifest(K8S / "scaledobject-ci.yaml"))
     with platform:
         yield platform

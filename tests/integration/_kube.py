@@ -1,0 +1,24 @@
+"""The replica template the live kubernetes tests run: the committed ci Deployment on the arrow
+engine (a replica ready in about a second), reading a fresh 4-partition topic and group."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pytest_lagscale.config.deployment import load_deployment
+from pytest_lagscale.kafka.admin import KafkaAdmin
+from pytest_lagscale.platform.local import template_from_deployment
+
+K8S = Path(__file__).resolve().parents[2] / "k8s"
+
+
+def arrow_template(kafka_cluster: Any) -> Any:
+    """A replica template on a new topic (4 partitions) and group of ``kafka_cluster``."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"events-{suffix}", f"enrich-{suffix}"
+    KafkaAdmin(kafka_cluster.bootstrap_servers, kafka_cluster.client_config).create_topic(topic, 4)
+    return template_from_deployment(
+        load_deployment(K8S / "consumer-deployment-ci.yaml"), kafka_cluster.bootstrap_servers,
+        flag_overrides={"--topic": topic, "--group": group, "--engine": "arrow"})
