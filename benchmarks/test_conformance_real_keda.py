@@ -55,6 +55,7 @@ def side_by_side(local: Any, kube: Any) -> dict[str, dict[str, Any]]:
     return {name: {"local": lm.get(name), "kubernetes": km.get(name)} for name in SIDE_BY_SIDE}
 
 
+@pytest.mark.gate
 def test_real_keda_and_hpa_scale_the_spike_and_the_embedded_hpa_agrees(lagscale_run) -> None:
     reason = build.missing_reason()
     if reason is not None:

@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(2), pytest.mark.int
 REACTION_LIMIT_S = 90.0
 
 
+@pytest.mark.gate
 def test_spike_scales_out_on_lag_reacts_drains_and_returns_to_min(lagscale_run) -> None:
     result = lagscale_run()
     m, spec = result.metrics, result.spec

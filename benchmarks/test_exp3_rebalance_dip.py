@@ -72,13 +72,17 @@ EAGER_REASON = ("an eager rebalance completes in 10-60 ms here (every member rej
                 "poll between 1 s micro-batches), below the rate window of two batch intervals")
 
 
-def _runs(lagscale_run, scale: str) -> dict[str, Any]:
+def _run(lagscale_run, scale: str, variant: str) -> Any:
+    """One variant's run (the session's cached one when another test ran it)."""
     profile = load_profile(resolve_profile("rebalance", scale))
     restart_at_s = profile.shape.spike_start_s + profile.shape.spike_hold_s
     restart = (ActionSpec(restart_at_s, "rolling_restart", {"pause_s": 1}),)
     policy = "scaledobject-rebalance" + ("-ci" if scale == "ci" else "")
-    return {name: lagscale_run("rebalance", policy=policy, actions=restart, **overrides)
-            for name, overrides in VARIANTS.items()}
+    return lagscale_run("rebalance", policy=policy, actions=restart, **VARIANTS[variant])
+
+
+def _runs(lagscale_run, scale: str) -> dict[str, Any]:
+    return {name: _run(lagscale_run, scale, name) for name in VARIANTS}
 
 
 def _restarts(result, store) -> list[dict[str, Any]]:
@@ -139,7 +143,56 @@ def _summary(result, store) -> dict[str, Any]:
     }
 
 
+@pytest.mark.gate
+def test_cooperative_sticky_scale_out_dip_is_measured_and_its_restart_completes(
+        lagscale_run, lagscale_settings) -> None:
+    """The CI gate's run of experiment 3: cooperative-sticky alone. Its scale-out steps have a
+    measured dip, its rolling restart completes, and the lab's SLO for it (dip < 20 %,
+    recovery < 5 s per scale-out step) is checked; a miss of the SLO is a known miss (xfail
+    with the numbers), as in :func:`test_rebalance_dip_by_protocol`, which reuses this run."""
+    result = _run(lagscale_run, lagscale_settings.scale, "cooperative-sticky")
+    coop = _summary(result, result.store_times)
+    result.record("rebalance_dip_cooperative_sticky", coop)
+    print(f"\ncooperative-sticky: up steps measured {coop['up_steps_measured']}/"
+          f"{coop['up_steps']}, mean dip {coop['mean_dip']}, max dip {coop['max_dip']}, max "
+          f"recovery {coop['max_recovery_s']} s, restarted {coop['restarted']}, drain "
+          f"{coop['drain_time_s']} s; run dir {result.run_dir}")
+    coop_steps = [s for s in result.measurements.steps if s.direction == "up"
+                  and s.dip is not None]
+    verdicts = {
+        "restart completed": result.check(
+            "cooperative-sticky: rolling restart completed (not interrupted)",
+            coop["restarted"], None, coop["restart_completed"]),
+        "cooperative steps measured": result.check(
+            "cooperative-sticky: scale-out steps with a measured dip >= 1",
+            len(coop_steps), 1, len(coop_steps) >= 1),
+        "cooperative dip": result.check(
+            f"cooperative-sticky: max dip < {DIP_LIMIT:.0%} per scale-out step", coop["max_dip"],
+            DIP_LIMIT, coop["max_dip"] is not None and coop["max_dip"] < DIP_LIMIT),
+        "cooperative recovery": result.check(
+            f"cooperative-sticky: max recovery < {RECOVERY_LIMIT_S:g} s per scale-out step",
+            coop["max_recovery_s"], RECOVERY_LIMIT_S,
+            all(s.recovery_s is not None and s.recovery_s < RECOVERY_LIMIT_S
+                for s in coop_steps) and bool(coop_steps)),
+    }
+    failed = [name for name, ok in verdicts.items() if not ok]
+    assert not [name for name in failed if name not in LAB_TARGETS], \
+        f"{failed} failed; {coop}; see {result.benchmark_path}"
+    if failed:
+        # The lab's SLO, measured and not tuned: a miss is recorded in the JSON (verdict fail)
+        # and reported as a known miss with the numbers.
+        pytest.xfail(f"the lab's cooperative-sticky SLO (dip < {DIP_LIMIT:.0%}, recovery < "
+                     f"{RECOVERY_LIMIT_S:g} s) is missed here: max dip {coop['max_dip']}, max "
+                     f"recovery {coop['max_recovery_s']} s (rate window "
+                     f"{result.metrics.get('rate_window_s')} s; 4 Spark JVMs and the broker "
+                     f"on {os.cpu_count()} cores)")
+
+
 def test_rebalance_dip_by_protocol(lagscale_run, lagscale_settings) -> None:
+    """All four variants side by side (the cooperative-sticky run is the gate test's): every
+    rolling restart completes, static membership spares the survivors the restart's
+    rebalances, and the lab's claim that range dips more than cooperative-sticky is checked (a
+    miss is a known miss, xfail with :data:`EAGER_REASON`)."""
     runs = _runs(lagscale_run, lagscale_settings.scale)
     table = {name: _summary(run, run.store_times) for name, run in runs.items()}
     coop, eager, static = (table["cooperative-sticky"], table["range"],
@@ -162,24 +215,11 @@ def test_rebalance_dip_by_protocol(lagscale_run, lagscale_settings) -> None:
               f"{row['drain_time_s']}")
 
     result = runs["cooperative-sticky"]
-    coop_steps = [s for s in result.measurements.steps if s.direction == "up"
-                  and s.dip is not None]
     completed = [name for name, row in table.items() if row["restart_completed"]]
     verdicts = {
         "restarts completed": result.check(
             "rolling restart completed (not interrupted) in every variant", len(completed),
             len(table), len(completed) == len(table)),
-        "cooperative steps measured": result.check(
-            "cooperative-sticky: scale-out steps with a measured dip >= 1",
-            len(coop_steps), 1, len(coop_steps) >= 1),
-        "cooperative dip": result.check(
-            f"cooperative-sticky: max dip < {DIP_LIMIT:.0%} per scale-out step", coop["max_dip"],
-            DIP_LIMIT, coop["max_dip"] is not None and coop["max_dip"] < DIP_LIMIT),
-        "cooperative recovery": result.check(
-            f"cooperative-sticky: max recovery < {RECOVERY_LIMIT_S:g} s per scale-out step",
-            coop["max_recovery_s"], RECOVERY_LIMIT_S,
-            all(s.recovery_s is not None and s.recovery_s < RECOVERY_LIMIT_S
-                for s in coop_steps) and bool(coop_steps)),
         LAB_CLAIM: runs["range"].check(
             LAB_CLAIM, eager["mean_dip"], coop["mean_dip"],
             None not in (eager["mean_dip"], coop["mean_dip"])
@@ -192,18 +232,9 @@ def test_rebalance_dip_by_protocol(lagscale_run, lagscale_settings) -> None:
     failed = [name for name, ok in verdicts.items() if not ok]
     assert not [name for name in failed if name not in LAB_TARGETS], \
         f"{failed} failed; {comparison}"
-    # The lab's claim and SLO, measured and not tuned: a miss is recorded in the JSON (verdict
-    # fail) and reported as a known miss with the numbers.
-    reasons = []
+    # The lab's claim, measured and not tuned: a miss is recorded in the JSON (verdict fail)
+    # and reported as a known miss with the numbers.
     if LAB_CLAIM in failed:
-        reasons.append(f"the lab's claim is not confirmed here: range mean dip "
-                       f"{eager['mean_dip']} vs cooperative-sticky {coop['mean_dip']}; "
-                       f"{EAGER_REASON}")
-    if {"cooperative dip", "cooperative recovery"} & set(failed):
-        reasons.append(f"the lab's cooperative-sticky SLO (dip < {DIP_LIMIT:.0%}, recovery < "
-                       f"{RECOVERY_LIMIT_S:g} s) is missed here: max dip {coop['max_dip']}, max "
-                       f"recovery {coop['max_recovery_s']} s (rate window "
-                       f"{comparison['rate_window_s']} s; 4 Spark JVMs and the broker on "
-                       f"{os.cpu_count()} cores)")
-    if reasons:
-        pytest.xfail("; ".join(reasons))
+        pytest.xfail(f"the lab's claim is not confirmed here: range mean dip "
+                     f"{eager['mean_dip']} vs cooperative-sticky {coop['mean_dip']}; "
+                     f"{EAGER_REASON}")

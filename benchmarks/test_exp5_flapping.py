@@ -93,13 +93,33 @@ def test_short_scale_down_window_flaps_under_bursts(lagscale_run, lagscale_setti
     assert ok, f"no flips: {fig}; see {result.benchmark_path}"
 
 
+@pytest.mark.gate
 def test_hysteresis_holds_through_bursts_and_still_drains(lagscale_run, lagscale_settings
                                                            ) -> None:
     scale = lagscale_settings.scale
     result = lagscale_run(PROFILE, policy=HYSTERESIS_POLICY[scale])
     fig = flapping_figures(result, DRAIN_BOUND_S[scale])
     _print("hysteresis", fig, result)
-    flap = lagscale_run(PROFILE, policy=FLAP_POLICY[scale])  # the session's cached run
+    result.record("flapping", {"hysteresis": _headline(fig), "hysteresis_steps": fig["steps"]})
+    drain_s, bound = fig["drain_after_last_burst_s"], DRAIN_BOUND_S[scale]
+    verdicts = [
+        result.check("flips while bursting == 0 (hysteresis)", fig["flips"], 0,
+                     fig["flips"] == 0),
+        result.check(f"lag <= lagThreshold within {bound:g} s after the last burst",
+                     drain_s, bound, drain_s is not None and drain_s <= bound),
+    ]
+    assert all(verdicts), f"hysteresis {fig}; see {result.benchmark_path}"
+
+
+def test_hysteresis_costs_replica_seconds_and_is_recommended(lagscale_run, lagscale_settings
+                                                             ) -> None:
+    """Both runs (the session's cached ones): the hysteresis run's replica-seconds over the
+    short window's, recorded in both runs' ``experiment.flapping`` with the recommendation the
+    findings report shows. Not in the CI gate, which runs the hysteresis run only."""
+    scale = lagscale_settings.scale
+    result = lagscale_run(PROFILE, policy=HYSTERESIS_POLICY[scale])
+    flap = lagscale_run(PROFILE, policy=FLAP_POLICY[scale])
+    fig = flapping_figures(result, DRAIN_BOUND_S[scale])
     flap_fig = flapping_figures(flap, DRAIN_BOUND_S[scale])
     cost = (fig["replica_seconds"] / flap_fig["replica_seconds"]
             if fig["replica_seconds"] and flap_fig["replica_seconds"] else None)
@@ -117,15 +137,9 @@ def test_hysteresis_holds_through_bursts_and_still_drains(lagscale_run, lagscale
                                "replica-seconds")}}
     for run in (result, flap):
         run.record("flapping", record)
-    drain_s, bound = fig["drain_after_last_burst_s"], DRAIN_BOUND_S[scale]
-    verdicts = [
-        result.check("flips while bursting == 0 (hysteresis)", fig["flips"], 0,
-                     fig["flips"] == 0),
-        result.check(f"lag <= lagThreshold within {bound:g} s after the last burst",
-                     drain_s, bound, drain_s is not None and drain_s <= bound),
-        result.check("replica-seconds over the short window's (measured)", cost, None, True),
-    ]
-    assert all(verdicts), f"hysteresis {fig}; short window {flap_fig}; see {result.benchmark_path}"
+    ok = result.check("replica-seconds over the short window's (measured)", cost, None,
+                      cost is not None)
+    assert ok, f"no replica-seconds to compare: hysteresis {fig}; short window {flap_fig}"
 
 
 def _seconds(value: float | None) -> str:

@@ -28,6 +28,7 @@ def _killed(result) -> int:
     return sum(1 for fields in stopped["fields"] if fields.get("outcome") == "killed")
 
 
+@pytest.mark.gate
 def test_graceful_scale_down_loses_and_duplicates_nothing(lagscale_run) -> None:
     result = lagscale_run()
     rec = result.reconciliation

@@ -161,6 +161,7 @@ def _print(f: dict[str, Any]) -> None:
               f"{row['first_processed_s']} committed {row['first_commit_s']}")
 
 
+@pytest.mark.gate
 def test_partition_count_change_mid_life(lagscale_run, lagscale_settings, tmp_path) -> None:
     scale = lagscale_settings.scale
     policy = "scaledobject-partitions" + _suffix(scale)

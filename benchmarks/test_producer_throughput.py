@@ -84,6 +84,7 @@ def _run_perf_tool(bootstrap: str, topic: str, records: int, log_dir) -> Through
     return Throughput(records, float(match[1]), float(match[2]))
 
 
+@pytest.mark.gate
 def test_producer_keeps_80_percent_of_kafka_producer_performance(benchmark, kafka_cluster,
                                                                  tmp_path) -> None:
     bootstrap = kafka_cluster.bootstrap_servers

@@ -125,6 +125,7 @@ def _predict(paths: list[Path], *, conditioned: bool) -> tuple[list[Any], dict[s
     return results, unsupported
 
 
+@pytest.mark.gate
 def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
     """The twin's prediction of every predictable ci run against issue 13's targets."""
     paths, source = _session_runs(request.config), "session"

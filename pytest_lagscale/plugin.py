@@ -68,10 +68,14 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "processes")
     config.addinivalue_line("markers", "acceptance: a full experiment run with SLO assertions")
     config.addinivalue_line("markers", "experiment(n): the experiment number n (1-8 of DESIGN.md, 9 the policy shoot-out)")
+    config.addinivalue_line("markers", "gate: the CI gate tier, one real run per code path "
+                                       "(`pytest -m gate benchmarks`); the acceptance session "
+                                       "(scripts/acceptance) runs every benchmark")
     config.addinivalue_line("markers", "xdist_group(name): tests sharing one run (pytest-xdist "
                                        "keeps a group on one worker; a no-op without it)")
     baseline = config.getoption("lagscale_baseline", None)
-    config.stash[_SESSION_KEY] = LagscaleSession(Path(baseline) if baseline else None)
+    config.stash[_SESSION_KEY] = LagscaleSession(Path(baseline) if baseline else None,
+                                                 announce=lambda line: _announce(config, line))
     _configure_xdist(config)
     _share_reconcile_worker(config)
     if threading.current_thread() is threading.main_thread():
@@ -82,6 +86,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGHUP, _stop)
+
+
+def _announce(config: pytest.Config, line: str) -> None:
+    """Write a progress line to the terminal (not captured; under pytest-xdist a worker's line
+    goes to its own output, which the controller shows only for failed tests)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(line)
 
 
 def _share_reconcile_worker(config: pytest.Config) -> None:

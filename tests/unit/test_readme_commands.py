@@ -18,8 +18,16 @@ def test_the_readme_has_two_commands_the_main_job_and_the_tests() -> None:
     blocks = _bash_blocks()
     assert len(blocks) == 2, blocks
     assert blocks[0].startswith("scripts/bootstrap && .venv/bin/lagscale run")
-    assert blocks[1].startswith("scripts/bootstrap && .venv/bin/python -m pytest")
+    assert blocks[1].startswith("scripts/bootstrap && .venv/bin/python -X faulthandler -m pytest")
     assert "--lagscale-baseline benchmarks/baselines" in blocks[1]
+
+
+def test_the_test_command_runs_the_gate_tier_with_faulthandler_on() -> None:
+    sessions = _bash_blocks()[1].split(" && ")[1:]
+    assert len(sessions) == 2, sessions
+    assert all(s.startswith(".venv/bin/python -X faulthandler -m pytest") for s in sessions)
+    assert sessions[0].endswith("-n 2 tests")
+    assert " -m gate " in sessions[1] and sessions[1].endswith(" benchmarks")
 
 
 def test_ci_runs_the_readme_test_command() -> None:
