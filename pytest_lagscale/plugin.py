@@ -67,7 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: uses the embedded broker and real local "
                                        "processes")
     config.addinivalue_line("markers", "acceptance: a full experiment run with SLO assertions")
-    config.addinivalue_line("markers", "experiment(n): the experiment number n (1-8 of DESIGN.md, 9 the policy shoot-out)")
+    config.addinivalue_line("markers", "experiment(n): the experiment number n of DESIGN.md; "
+                                       "select one with -m \"experiment(n=N)\"")
     config.addinivalue_line("markers", "gate: the CI gate tier, one real run per code path "
                                        "(`pytest -m gate benchmarks`); the acceptance session "
                                        "(scripts/acceptance) runs every benchmark")
@@ -143,6 +144,17 @@ def pytest_configure_node(node: Any) -> None:
     """pytest-xdist (controller): tell each worker whether ``xdist_group`` applies; a worker
     decides that from its own command line, which never says ``loadgroup`` when we chose it."""
     node.workerinput["lagscale_loadgroup"] = node.config.getoption("dist") == "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``experiment(N)`` also reads ``experiment(N, n=N)``, so ``-m "experiment(n=3)"`` selects
+    experiment 3 (pytest's marker expressions match keyword arguments only); runs before
+    pytest's own ``-m`` deselection."""
+    for item in items:
+        mark = item.get_closest_marker("experiment")
+        if mark is not None and mark.args and "n" not in mark.kwargs:
+            item.add_marker(pytest.mark.experiment(mark.args[0], n=mark.args[0]), append=False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -46,6 +46,7 @@ def test_markers_are_registered_for_strict_markers(pytester: pytest.Pytester) ->
         @pytest.mark.acceptance
         @pytest.mark.experiment(2)
         @pytest.mark.integration
+        @pytest.mark.gate
         def test_marked():
             pass
     """)

@@ -43,3 +43,10 @@ def test_every_experiment_has_a_test_outside_the_gate_for_the_acceptance_session
     modules = {node.split("::")[0] for node in everything - GATE}
     for n in (1, 3, 4, 5, 6, 8, 9, 10):
         assert any(f"/test_exp{n}_" in m for m in modules), n
+
+
+def test_one_experiment_is_selected_by_its_number() -> None:
+    assert _collected("-m", "experiment(n=3)") == {
+        "benchmarks/test_exp3_rebalance_dip.py::"
+        "test_cooperative_sticky_scale_out_dip_is_measured_and_its_restart_completes",
+        "benchmarks/test_exp3_rebalance_dip.py::test_rebalance_dip_by_protocol"}
