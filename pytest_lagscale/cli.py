@@ -77,8 +77,16 @@ def main() -> None:
     SIGTERM and SIGHUP (the terminal running ``lagscale`` was closed) unwind like Ctrl-C: the
     main thread raises KeyboardInterrupt, so every context manager stops what it started, and
     :func:`~pytest_lagscale.process.stop_all` stops whatever is left.
+
+    Python's faulthandler is on (unless ``-X faulthandler`` or ``PYTHONFAULTHANDLER`` already
+    turned it on): a native crash of ``lagscale`` itself (librdkafka's threads, pyarrow) prints
+    the Python stack of every thread to stderr before the process dies.
     """
+    import faulthandler
     import signal
+
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
 
     from .process import stop_all
 

@@ -12,6 +12,11 @@ TERM``: the kernel's parent-death signal fires when the *thread* that forked exi
 thread asks (the autoscaler's starts replicas), the child gets SIGTERM when the harness dies,
 SIGKILL included. ``lagscale cleanup`` reaps what is left behind by run id, or every run whose
 harness is gone.
+
+Every child runs with Python's faulthandler on (``PYTHONFAULTHANDLER=1``, :data:`CHILD_ENV`), so
+a Python child that dies of a native crash leaves the Python stack of each of its threads in its
+log. :meth:`ManagedProcess.exit_report` says how a child ended (a signal by name, with its exit
+status: :mod:`pytest_lagscale.exit_status`) followed by its log's last lines.
 """
 
 from __future__ import annotations
@@ -34,11 +39,17 @@ from typing import Literal, Mapping, Sequence
 from . import pidfiles
 from .contract.paths import cache_dir
 from .errors import LagscaleError
+from .exit_status import describe_exit
 from .lifecycle import StartStop
 
 log = logging.getLogger(__name__)
 
 RUN_ID_ENV = "LAGSCALE_RUN_ID"
+#: Environment every child gets (a child's own ``env`` may override it): Python's faulthandler
+#: on, so a segfault, abort or bus error prints each thread's Python stack to the child's log.
+CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
+#: Log lines an exit report carries: enough for faulthandler's stack of the crashing thread.
+EXIT_REPORT_LINES = 20
 StopOutcome = Literal["not_started", "exited", "terminated", "killed"]
 
 _registry_lock = threading.Lock()
@@ -69,7 +80,8 @@ class ManagedProcess(StartStop):
     Args:
         name: short unique label (``kafka``, ``replica-3``); used in logs, pid file, errors.
         argv: the command line.
-        env: extra environment on top of ``os.environ`` (``LAGSCALE_RUN_ID`` always added).
+        env: extra environment on top of ``os.environ`` and :data:`CHILD_ENV`
+            (``LAGSCALE_RUN_ID`` always added).
         cwd: working directory.
         log_path: file receiving stdout and stderr (appended); ``None`` discards output.
         parent_death_signal: ``"TERM"`` (default) or ``"KILL"``: what the kernel sends the child
@@ -114,7 +126,7 @@ class ManagedProcess(StartStop):
         """Start the process in a new session; returns self."""
         if self.popen is not None:
             return self
-        env = {**os.environ, **self.env, RUN_ID_ENV: run_id()}
+        env = {**os.environ, **CHILD_ENV, **self.env, RUN_ID_ENV: run_id()}
         out = subprocess.DEVNULL
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -209,8 +221,8 @@ class ManagedProcess(StartStop):
                 self._pid_file.unlink(missing_ok=True)
                 if not _live:  # the harness's last child: its pid directory goes too
                     pidfiles.release(self._pid_file.parent)
-        log.info("%s: stopped pid %d (%s, exit %s)", self.name, self.popen.pid, outcome,
-                 self.popen.returncode)
+        log.info("%s: stopped pid %d (%s, %s)", self.name, self.popen.pid, outcome,
+                 describe_exit(self.popen.returncode))
         return outcome
 
     def tail(self, lines: int = 20) -> list[str]:
@@ -222,6 +234,29 @@ class ManagedProcess(StartStop):
             fh.seek(max(0, fh.tell() - 64 * 1024))
             text = fh.read().decode("utf-8", "replace")
         return list(deque(text.splitlines(), maxlen=lines))
+
+    def exit_report(self, lines: int = EXIT_REPORT_LINES) -> str:
+        """How the process ended and its log's last ``lines`` lines, for an error or a log line.
+
+        The first line reads ``<name>: <describe_exit>; log <path>`` (``still running`` while it
+        runs, ``not started`` before :meth:`start`); the log's lines follow, each indented by two
+        spaces. After a native crash they hold faulthandler's ``Fatal Python error: ...`` and the
+        ``File ...`` lines of each thread.
+
+        Example:
+            >>> print(proc.exit_report())  # doctest: +SKIP
+            crasher: killed by SIGSEGV (exit status -11; 139 in a shell); log /tmp/crasher.log
+              Fatal Python error: Segmentation fault
+              ...
+        """
+        code = self.poll()
+        if self.popen is None:
+            how = "not started"
+        else:
+            how = "still running" if code is None else describe_exit(code)
+        where = f"log {self.log_path}" if self.log_path is not None else "no log"
+        return "\n".join([f"{self.name}: {how}; {where}",
+                          *(f"  {line}" for line in self.tail(lines))])
 
     def __repr__(self) -> str:
         pid = self.popen.pid if self.popen else None

@@ -35,6 +35,7 @@ from typing import Any, Callable, Mapping
 from .contract.clock import Clock, RealClock
 from .contract.jvm import LOG4J2_PROPERTIES
 from .errors import LagscaleError, ReadinessTimeout
+from .exit_status import describe_exit
 from .kafka.embedded import free_port
 from .lifecycle import HomeProcess
 from .process import ManagedProcess, group_cpu_seconds
@@ -248,7 +249,7 @@ class SparkConnectServer(HomeProcess):
                 if "Address already in use" in self.log_path.read_text(errors="replace"):
                     raise _PortTaken()
                 raise SparkConnectError(
-                    f"spark-connect: server exited with code {code} during startup; see "
+                    f"spark-connect: server {describe_exit(code)} during startup; see "
                     f"{self.log_path}\n" + "\n".join(self.process.tail(20)))
             if self._answers():
                 return

@@ -7,6 +7,7 @@ that outlived ``--drain-timeout``, 2 for invalid flags (nothing started, nothing
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import os
 import sys
 from typing import Sequence
@@ -78,7 +79,14 @@ def _lean_memory() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse flags, run a replica, return its exit code (2 for bad flags)."""
+    """Parse flags, run a replica, return its exit code (2 for bad flags).
+
+    Python's faulthandler is on from the start (the harness also sets ``PYTHONFAULTHANDLER``; a
+    container started by a cluster has no such variable): a native crash in librdkafka, pyarrow
+    or the engine prints the Python stack of every thread to stderr, the replica's log.
+    """
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
     _lean_memory()
     try:
         opts = parse_options(argv)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from pytest_lagscale.contract.errors import ReadinessTimeout, ReplicaExited
+from pytest_lagscale.exit_status import describe_exit
 from pytest_lagscale.load.events import EVENT_DTYPE, encode_events
 from pytest_lagscale.load.producer import flush
 from pytest_lagscale.process import ManagedProcess
@@ -141,9 +142,9 @@ class ReplicaProcess:
                 pass
             code = self.process.poll()
             if code is not None:
-                raise ReplicaExited(self.replica_id, code, f"{self.replica_id}: exited with "
-                                    f"code {code} while waiting for {what}; last log lines:\n"
-                                    f"{self.tail()}")
+                raise ReplicaExited(self.replica_id, code, f"{self.replica_id}: "
+                                    f"{describe_exit(code)} while waiting for {what}; last "
+                                    f"log lines:\n{self.tail()}")
             if time.monotonic() > deadline:
                 raise ReadinessTimeout(f"{self.replica_id}: timed out after {timeout_s:.0f} s "
                                        f"waiting for {what}; last log lines:\n{self.tail()}")

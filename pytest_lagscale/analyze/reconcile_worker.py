@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 AUTHKEY_ENV = "LAGSCALE_RECONCILE_AUTHKEY"
 READY_TIMEOUT_S = 180.0
 """Seconds for the worker to start its JVM and open its socket."""
+EXIT_WAIT_S = 2.0
+"""Seconds to wait for the status of a worker whose connection broke."""
 
 
 class ReconcileWorker(StartStop):
@@ -72,10 +74,11 @@ class ReconcileWorker(StartStop):
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not os.path.exists(socket_path):
             if self.process.poll() is not None or time.monotonic() > deadline:
-                tail = "\n".join(self.process.tail(10))
+                exited = self.process.poll() is not None
+                why = "exited" if exited else f"timed out after {READY_TIMEOUT_S:.0f} s"
+                report = self.process.exit_report()
                 self.stop()
-                raise LagscaleError(f"reconcile worker did not start (log {self.log_path}):\n"
-                                    f"{tail}")
+                raise LagscaleError(f"reconcile worker did not start ({why}): {report}")
             time.sleep(0.2)
         self._conn = Client(socket_path, family="AF_UNIX", authkey=authkey.encode())
         return self
@@ -94,7 +97,9 @@ class ReconcileWorker(StartStop):
                              "examples": examples})
             reply = self._conn.recv()
         except (EOFError, OSError) as exc:
-            raise LagscaleError(f"reconcile worker is gone ({exc}); log {self.log_path}") from exc
+            self.process.wait(EXIT_WAIT_S)  # a crashed worker's status, once the kernel has it
+            raise LagscaleError(f"reconcile worker is gone ({exc!r}): "
+                                f"{self.process.exit_report()}") from exc
         if "error" in reply:
             raise LagscaleError(f"reconcile worker: {reply['error']}")
         reply.pop("exact", None)
@@ -135,7 +140,9 @@ class _Shared:
             return None
         if self.worker is not None and (self.worker.process is None
                                         or self.worker.process.poll() is not None):
-            log.warning("reconcile worker exited; starting a new one")
+            report = ("reconcile worker: stopped" if self.worker.process is None
+                      else self.worker.process.exit_report())
+            log.warning("%s; starting a new one", report)
             self.worker.stop(timeout_s=1.0)
             self.worker = None
         if self.worker is None:

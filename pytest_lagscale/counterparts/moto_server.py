@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LagscaleError, ReadinessTimeout
+from ..exit_status import describe_exit
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
@@ -68,7 +69,7 @@ class MotoServer(StartStop):
         while not self._ready():
             code = self.process.poll()
             if code is not None:
-                raise LagscaleError(f"moto: exited with code {code} during startup; see {self.log_path} (is moto "
+                raise LagscaleError(f"moto: {describe_exit(code)} during startup; see {self.log_path} (is moto "
                                     "installed? pip install 'pytest-lagscale[sources]')\n" + self._tail())
             if time.monotonic() > deadline:
                 raise ReadinessTimeout(f"moto: timed out after {self.startup_timeout_s:g} s waiting for GET "

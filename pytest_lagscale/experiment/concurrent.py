@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..errors import ConfigError, LagscaleError
+from ..exit_status import describe_exit
 from ..process import ManagedProcess
 
 #: Seconds a run gets after SIGTERM to stop its parts before its group is killed.
@@ -136,7 +137,7 @@ def run_concurrently(runs: Mapping[str, Sequence[str]], *, bootstrap: str, out_d
         code, wall_s = ended[name]
         run_dir = _run_dir(out_dir / name)
         if code != 0 or run_dir is None:
-            problems.append(f"{name}: lagscale run exited {code}"
+            problems.append(f"{name}: lagscale run {describe_exit(code)}"
                             + ("" if run_dir else " without a run directory")
                             + f"; last lines of {log_path}:\n{_tail(log_path)}")
             continue

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import BrokerError, ReadinessTimeout
+from ..exit_status import describe_exit
 from ..lifecycle import HomeProcess
 from ..process import ManagedProcess
 from . import artifacts
@@ -81,6 +82,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 #: How many times :meth:`EmbeddedKafka.start` picks fresh ports when another process took them.
 PORT_ATTEMPTS = 3
+#: Seconds the storage format (``kafka-storage format``) may take.
+FORMAT_TIMEOUT_S = 120.0
 
 
 class _PortTaken(Exception):
@@ -270,11 +273,11 @@ class EmbeddedKafka(HomeProcess):
         assert self.home is not None
         fmt = ManagedProcess("kafka-format", argv, log_path=self.home / "logs" / "format.log")
         with fmt:
-            code = fmt.wait(120.0)
+            code = fmt.wait(FORMAT_TIMEOUT_S)
         if code != 0:
             tail = "\n".join(fmt.tail())
-            raise BrokerError(f"kafka: storage format exited with {code}; see "
-                              f"{fmt.log_path}\n{tail}")
+            why = f"timed out after {FORMAT_TIMEOUT_S:.0f} s" if code is None else describe_exit(code)
+            raise BrokerError(f"kafka: storage format {why}; see {fmt.log_path}\n{tail}")
         self.cluster_id = read_cluster_id(self.home / "data" / "meta.properties")
 
     def _broker_argv(self, dist: artifacts.KafkaDistribution, props: Path) -> list[str]:
@@ -294,7 +297,7 @@ class EmbeddedKafka(HomeProcess):
             if code is not None:
                 if foreign is not None or _bind_failed(self.home):
                     raise _PortTaken()
-                raise BrokerError(f"kafka: broker exited with code {code} during startup; "
+                raise BrokerError(f"kafka: broker {describe_exit(code)} during startup; "
                                   f"see {self.log_path}\n{self._log_tail()}")
             try:
                 md = admin.list_topics(timeout=1.0)

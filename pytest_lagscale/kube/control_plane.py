@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 
 from ..contract.clock import Clock, RealClock
 from ..errors import LagscaleError, ReadinessTimeout
+from ..exit_status import describe_exit
 from ..lifecycle import StartStop
 from . import build, certs, kubeconfig, pins
 from .commands import Command, HpaTiming, Layout, Ports, control_plane
@@ -189,7 +190,7 @@ class ControlPlane(StartStop):
                 return self.clock.now() - started
             code = process.poll()
             if code is not None:
-                raise LagscaleError(f"{cmd.name}: exited with code {code} before it was ready; "
+                raise LagscaleError(f"{cmd.name}: {describe_exit(code)} before it was ready; "
                                     f"see {self.run_dir / (cmd.name + '.log')}\n"
                                     + "\n".join(process.tail(20)))
             if self.clock.now() - started > self.ready_timeout_s:

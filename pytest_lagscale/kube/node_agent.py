@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping
 from ..clock import Clock, RealClock
 from ..contract.rundir import RunDir
 from ..eventlog import EventLog
+from ..exit_status import exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..platform.local import probe_ready
@@ -301,7 +302,8 @@ class NodeAgent(StartStop):
         record.reported_failed = True
         code = record.process.poll()
         self.events.emit("replica_exited", replica_id=record.replica_id, pod_name=record.pod_name,
-                         exit_code=code, log_tail=record.process.tail(20))
+                         exit_code=code, signal=exit_signal(code),
+                         log_tail=record.process.tail(20))
         record.process.stop(0)
         meta = pod["metadata"]
         self.core.patch_namespaced_pod_status(

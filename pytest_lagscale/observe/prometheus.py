@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..errors import ConfigError, LagscaleError, ReadinessTimeout
+from ..exit_status import describe_exit
 from ..kafka.artifacts import fixtures_dir
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
@@ -224,7 +225,7 @@ class PrometheusServer(StartStop):
         while True:
             code = self.process.poll()
             if code is not None:
-                raise LagscaleError(f"prometheus: exited with code {code} during startup; see "
+                raise LagscaleError(f"prometheus: {describe_exit(code)} during startup; see "
                                     f"{self.log_path}\n{self._log_tail()}")
             if self._ready():
                 return

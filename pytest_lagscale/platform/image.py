@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..contract.flags import ENV_PREFIX, FLAG_BY_OPTION
 from ..errors import ReplicaError
+from ..exit_status import describe_exit
 from ..process import ManagedProcess
 
 #: Seconds the training step may take (measured ~21 s on 2 cores, JDK 17).
@@ -84,7 +85,7 @@ def prepare_image(argv: tuple[str, ...], env: dict[str, str], log_path: Path,
     with step:
         code = step.wait(timeout_s)
     if code != 0:
-        why = "timed out" if code is None else f"exited with {code}"
+        why = "timed out" if code is None else describe_exit(code)
         raise ReplicaError(f"image build (python -m spark_consumer.engine.cds) {why} after "
                            f"{time.monotonic() - started:.0f} s; see {log_path}\n"
                            + "\n".join(step.tail()))

@@ -13,7 +13,10 @@ Each replica gets ``--replica-id``, ``--metrics-port`` (a free loopback port, si
 replicas share one IP), ``--event-log`` and ``--store`` appended to the template's args; its
 stdout/stderr and event log live in ``<run_dir>/replicas/<replica id>/``. Platform events
 (``replica_started``, ``replica_ready``, ``replica_terminating``, ``replica_stopped``,
-``replica_exited``, ``scaled``) go to ``<run_dir>/platform.events.jsonl``.
+``replica_exited``, ``scaled``) go to ``<run_dir>/platform.events.jsonl``; ``replica_exited``
+carries the exit code, the signal's name when a signal killed it (``SIGSEGV``) and the last 20
+lines of its log (with faulthandler's Python stacks after a native crash); the same report is
+logged, as a warning unless the run signalled the replica itself (:meth:`kill_replica`).
 
 Identity, as a StatefulSet gives it (:mod:`.identity`): besides its replica id (unique per
 process), each replica holds a slot, the lowest ordinal no live replica holds (a replica whose
@@ -27,6 +30,7 @@ and ``instance_id`` (None without ``--instance-id``).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import urllib.error
@@ -40,6 +44,7 @@ from ..contract.flags import PLATFORM_FLAGS
 from ..contract.rundir import RunDir
 from ..errors import ConfigError, ReplicaError
 from ..eventlog import EventLog
+from ..exit_status import describe_exit, exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
@@ -48,6 +53,8 @@ from .image import PreparedImage, prepare_image
 
 if TYPE_CHECKING:
     from ..config.deployment import DeploymentConfig
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ class Replica:
             replaces.
         pod_name: ``<deployment name>-<ordinal>``, its ``POD_NAME``.
         instance_id: its ``--instance-id`` (static membership) after expansion, or None.
+        signalled: the signal :meth:`LocalDeployment.kill_replica` last sent it, or None.
     """
 
     replica_id: str
@@ -100,6 +108,7 @@ class Replica:
     ordinal: int = 0
     pod_name: str = ""
     instance_id: str | None = None
+    signalled: int | None = None
 
     @property
     def ready(self) -> bool:
@@ -224,6 +233,7 @@ class LocalDeployment(StartStop):
             raise ConfigError(f"kill_replica: replica_id {replica_id!r} is not a live replica; "
                               f"live: {', '.join(live) or 'none'}")
         self.events.emit("replica_signalled", replica_id=replica_id, signal=int(signum))
+        replica.signalled = int(signum)
         replica.process.signal(signum)
 
     def wait_ready(self, n: int, within_s: float) -> float:
@@ -326,7 +336,10 @@ class LocalDeployment(StartStop):
                     return
                 self._replicas.remove(replica)
                 self.events.emit("replica_exited", replica_id=replica.replica_id, exit_code=code,
-                                 log_tail=replica.process.tail(20))
+                                 signal=exit_signal(code), log_tail=replica.process.tail(20))
+                # an exit the run did not cause (a crash) is a warning; one it caused, info
+                log.log(logging.INFO if replica.signalled else logging.WARNING, "%s",
+                        replica.process.exit_report())
                 replica.process.stop(0)
                 if len(self._replicas) < self.desired_replicas and not self._stop.is_set():
                     # the ReplicaSet replaces a failed pod; a StatefulSet under the same name
@@ -342,7 +355,9 @@ class LocalDeployment(StartStop):
         lines = [f"{self.name}: {self.ready_replicas} of {n} replicas ready after "
                  f"{within_s:.0f} s; raise the timeout or check the replica logs"]
         for r in self.replicas():
-            state = "ready" if r.ready else f"not ready (exit {r.process.poll()})"
+            code = r.process.poll()
+            how = "running" if code is None else describe_exit(code)
+            state = "ready" if r.ready else f"not ready ({how})"
             lines.append(f"  {r.replica_id}: {state}")
             if not r.ready:
                 lines.extend(f"    | {line}" for line in r.process.tail(20))

@@ -43,8 +43,8 @@ def test_each_failed_run_is_named_with_its_exit_code_and_log(tmp_path: Path) -> 
         run_concurrently(runs, bootstrap="127.0.0.1:9092", out_dir=tmp_path, timeout_s=120)
     message = str(info.value)
     assert message.startswith("2 of 2 concurrent run(s) failed:")
-    assert "bad-profile: lagscale run exited 2 without a run directory" in message
-    assert "bad-threshold: lagscale run exited 2 without a run directory" in message
+    assert "bad-profile: lagscale run exited with code 2 without a run directory" in message
+    assert "bad-threshold: lagscale run exited with code 2 without a run directory" in message
     assert "error: '--profile': got 'no-such-profile'" in message
     assert "Invalid value for '--lag-threshold'" in message
     assert (tmp_path / "bad-profile.log").is_file()

@@ -83,11 +83,30 @@ def test_crashed_replica_is_replaced_like_a_replicaset_does(tmp_path) -> None:
         assert deployment.replicas()[0].replica_id != exited[0]["replica_id"]
 
 
+def test_a_replica_killed_by_sigsegv_is_reported_with_its_signal_and_python_stack(
+        tmp_path, caplog, monkeypatch) -> None:
+    monkeypatch.delenv("PYTHONFAULTHANDLER", raising=False)  # only the platform may turn it on
+    with LocalDeployment(_template(SEGFAULT_AFTER_S="0.5"), tmp_path) as deployment:
+        deployment.scale(1)
+        deadline = time.monotonic() + 20
+        while not _events(tmp_path, "replica_exited") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        deployment.scale(0)
+    exited = _events(tmp_path, "replica_exited")[0]
+    assert (exited["exit_code"], exited["signal"]) == (-11, "SIGSEGV")
+    assert "Fatal Python error: Segmentation fault" in exited["log_tail"]
+    assert any(line.strip().startswith(f'File "{PROGRAM}", line ')
+               and line.strip().endswith(" in segfault") for line in exited["log_tail"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(w.startswith(f"{exited['replica_id']}: killed by SIGSEGV (exit status -11; 139 "
+                            f"in a shell); log ") for w in warnings), warnings
+
+
 def test_wait_ready_timeout_names_each_replica_and_its_log(tmp_path) -> None:
     with LocalDeployment(_template(READY_AFTER_S="60"), tmp_path) as deployment:
         deployment.scale(1)
         with pytest.raises(ReplicaError, match=r"(?s)lagscale-consumer: 0 of 1 replicas ready "
-                                               r"after 1 s; .*replica-0001: not ready \(exit None\)"):
+                                               r"after 1 s; .*replica-0001: not ready \(running\)"):
             deployment.wait_ready(1, within_s=1)
 
 

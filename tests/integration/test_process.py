@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,8 @@ from pytest_lagscale.process import ManagedProcess, group_members, reap_run
 
 IGNORE_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
                  "print('up', flush=True); time.sleep(60)"
+#: A real segfault (a read of address 0) in a function of its own, as a native library's bug.
+SEGFAULT = "import ctypes\n\n\ndef crash():\n    ctypes.string_at(0)\n\n\ncrash()\n"
 
 
 def _wait_for_line(proc: ManagedProcess, text: str, timeout_s: float = 10.0) -> None:
@@ -53,6 +56,36 @@ def test_exited_process_reports_exited_and_tail_shows_its_output(tmp_path) -> No
     assert proc.wait(5) == 0
     assert proc.stop() == "exited"
     assert proc.tail(3) == ["line28", "line29", "line30"]
+
+
+def test_a_child_killed_by_sigsegv_is_reported_with_the_signal_status_and_python_stack(
+        tmp_path, monkeypatch) -> None:
+    # PYTHONFAULTHANDLER comes from the harness's launcher, not from this session's environment
+    monkeypatch.delenv("PYTHONFAULTHANDLER", raising=False)
+    script = tmp_path / "crasher.py"
+    script.write_text(SEGFAULT)
+    proc = ManagedProcess("crasher", [sys.executable, str(script)],
+                          log_path=tmp_path / "crasher.log").start()
+    assert proc.wait(10) == -signal.SIGSEGV
+    first, *lines = proc.exit_report().splitlines()
+    assert first == (f"crasher: killed by SIGSEGV (exit status -11; 139 in a shell); "
+                     f"log {tmp_path / 'crasher.log'}")
+    stack = [line.strip() for line in lines]  # faulthandler's, in the child's log
+    assert "Fatal Python error: Segmentation fault" in stack
+    assert f'File "{script}", line 5 in crash' in stack, stack
+    assert f'File "{script}", line 8 in <module>' in stack, stack
+    assert proc.stop() == "exited"
+
+
+def test_exit_report_of_a_clean_exit_and_of_a_running_child(tmp_path) -> None:
+    proc = ManagedProcess("echo", ["bash", "-c", "echo bye"], log_path=tmp_path / "echo.log")
+    assert proc.exit_report() == "echo: not started; log " + str(tmp_path / "echo.log")
+    proc.start().wait(5)
+    assert proc.exit_report().splitlines() == [
+        f"echo: exited with code 0; log {tmp_path / 'echo.log'}", "  bye"]
+    proc.stop()
+    with ManagedProcess("sleeper", ["sleep", "30"]) as sleeper:
+        assert sleeper.exit_report() == "sleeper: still running; no log"
 
 
 def test_missing_executable_is_a_clear_error() -> None:

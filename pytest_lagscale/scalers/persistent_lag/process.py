@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ...errors import LagscaleError, ReadinessTimeout
+from ...exit_status import describe_exit
 from ...lifecycle import StartStop
 from ...process import ManagedProcess
 from .server import LISTENING
@@ -73,7 +74,7 @@ class ScalerProcess(StartStop):
                 break
             code = self.process.poll()
             if code is not None:
-                raise ScalerError(f"scaler: exited with code {code} before listening; see {self.log_path}\n"
+                raise ScalerError(f"scaler: {describe_exit(code)} before listening; see {self.log_path}\n"
                                   + "\n".join(self.process.tail(20)))
             if time.monotonic() > deadline:
                 raise ReadinessTimeout(f"scaler: timed out after {self.startup_timeout_s:.0f} s waiting for "

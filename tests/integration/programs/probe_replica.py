@@ -1,7 +1,9 @@
 """A minimal replica for platform tests: serves /ready after READY_AFTER_S, obeys SIGTERM
-after DRAIN_S (or ignores it when IGNORE_SIGTERM=1), exits with EXIT_CODE after EXIT_AFTER_S."""
+after DRAIN_S (or ignores it when IGNORE_SIGTERM=1), exits with EXIT_CODE after EXIT_AFTER_S,
+dies of a real segfault after SEGFAULT_AFTER_S."""
 
 import argparse
+import ctypes
 import http.server
 import os
 import signal
@@ -44,7 +46,16 @@ if os.environ.get("IGNORE_SIGTERM") == "1":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 else:
     signal.signal(signal.SIGTERM, on_term)
+
+
+def segfault():
+    ctypes.string_at(0)  # reads address 0: SIGSEGV, as a native library's bug would
+
+
 exit_after = float(os.environ.get("EXIT_AFTER_S", "0"))
+segfault_after = float(os.environ.get("SEGFAULT_AFTER_S", "0"))
 while not done.wait(0.05):
     if exit_after and time.monotonic() - started > exit_after:
         os._exit(int(os.environ.get("EXIT_CODE", "3")))
+    if segfault_after and time.monotonic() - started > segfault_after:
+        segfault()

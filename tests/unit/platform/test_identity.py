@@ -80,6 +80,9 @@ class _FakeProcess:
     def tail(self, lines: int = 20) -> list[str]:
         return []
 
+    def exit_report(self, lines: int = 20) -> str:
+        return f"{self.name}: exited with code {self.code}; no log"
+
 
 @pytest.fixture
 def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalDeployment:
