@@ -90,10 +90,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _announce(config: pytest.Config, line: str) -> None:
-    """Write a progress line to the terminal (not captured; under pytest-xdist a worker's line
-    goes to its own output, which the controller shows only for failed tests)."""
+    """Write a progress line to the terminal as a run ends, inside the test's call: output
+    capture is suspended for it, or the line would reach the log only with a failed test's
+    captured output (under pytest-xdist a worker's terminal is not shown)."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
+    if reporter is None:
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
         reporter.ensure_newline()
         reporter.write_line(line)
 

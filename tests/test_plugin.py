@@ -307,6 +307,23 @@ def test_a_lag_threshold_list_parametrizes_each_run_test(pytester: pytest.Pytest
     ])
 
 
+def test_each_finished_run_prints_a_progress_line_while_output_is_captured(
+        pytester: pytest.Pytester) -> None:
+    _fake(pytester)
+    pytester.makepyfile("""
+        def test_run(lagscale_run):
+            lagscale_run()
+
+        def test_same_run(lagscale_run):
+            lagscale_run()
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    lines = [line for line in result.stdout.lines if line.startswith("lagscale: run ")]
+    assert len(lines) == 1, result.stdout.str()
+    assert lines[0].startswith("lagscale: run 1 spike-ci done in 0 s: produced ")
+
+
 def test_settings_follow_the_options(pytester: pytest.Pytester) -> None:
     _fake(pytester)
     pytester.makepyfile(f"""
