@@ -202,6 +202,8 @@ class Run:
 
         cluster = self.parts.cluster
         self.parts.admin = KafkaAdmin(cluster.bootstrap_servers, cluster.client_config)
+        # closed after everything that reads lag through it has stopped, before the broker
+        stack.callback(self.parts.admin.close)
         self.parts.admin.create_topic(self.topic, self.plan.profile.partitions)
         self.parts.lag_source = make_lag_source("broker", self.parts.admin, self.group,
                                                 self.topic)

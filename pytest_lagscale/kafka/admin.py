@@ -1,6 +1,12 @@
 """Topic, offset, lag and group-assignment helpers over confluent-kafka's AdminClient.
 
-:class:`KafkaAdmin` holds one AdminClient; the module-level functions are one-shot shortcuts.
+:class:`KafkaAdmin` holds one AdminClient (and, per consumer group whose committed offsets it
+reads, one Consumer that never joins the group); the module-level functions are one-shot
+shortcuts. Its methods may be called from several threads at once (the autoscaler, the lag
+exporter's scrapes); :meth:`KafkaAdmin.close` destroys the clients on the calling thread once the
+calls in flight have returned, so no client is used after it is destroyed, or destroyed by the
+garbage collector on a thread of librdkafka's own, which aborts the process
+(confluentinc/confluent-kafka-python#2129).
 :meth:`KafkaAdmin.group_offsets` returns ``{partition: (committed_offset, log_end_offset)}``,
 read the way KEDA's kafka scaler reads it (committed offsets of the group, then the latest
 offset of each partition); the autoscaler reads it through
@@ -13,15 +19,20 @@ specs/keda-hpa-semantics.md §1.2-§1.3.
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
+import logging
+import threading
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Any, Callable, Literal, Mapping, TypeVar
 
-from confluent_kafka import (ConsumerGroupTopicPartitions, KafkaError, KafkaException,
-                             TopicPartition)
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from ..errors import BrokerError
 from .client_log import librdkafka_config, serve_logs
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TOPIC = "events"
 DEFAULT_PARTITIONS = 24
@@ -36,6 +47,28 @@ _TRANSIENT_CODES = frozenset({
 #: ``{partition: (committed_offset, log_end_offset)}``; committed -1 = none committed,
 #: log_end None = missing from the latest-offset response.
 GroupOffsets = dict[int, tuple[int, int | None]]
+_T = TypeVar("_T")
+
+
+def _in_call(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Run a :class:`KafkaAdmin` method as a call in flight, which :meth:`KafkaAdmin.close`
+    waits for; after close it raises BrokerError instead of touching a destroyed client."""
+
+    @functools.wraps(method)
+    def call(self: "KafkaAdmin", *args: Any, **kwargs: Any) -> _T:
+        with self._calls:
+            if self._closed:
+                raise BrokerError(f"kafka admin of {self.bootstrap_servers}: closed; "
+                                  f"{method.__name__} needs a new KafkaAdmin")
+            self._in_flight += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            with self._calls:
+                self._in_flight -= 1
+                self._calls.notify_all()
+
+    return call
 
 
 @dataclass(frozen=True)
@@ -81,17 +114,53 @@ class KafkaAdmin:
         timeout_s: per-request timeout in seconds.
 
     Every method raises :class:`BrokerError` naming the topic or group when the broker
-    rejects the request or does not answer within ``timeout_s``.
+    rejects the request or does not answer within ``timeout_s``, or after :meth:`close`.
+    A context manager: leaving the block closes it.
     """
 
     def __init__(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None,
                  timeout_s: float = 30.0):
         self.bootstrap_servers = bootstrap_servers
         self.timeout_s = timeout_s
-        self._client = AdminClient({"bootstrap.servers": bootstrap_servers,
-                                    **dict(client_config or {}), **librdkafka_config()})
+        self._client_config = {"bootstrap.servers": bootstrap_servers,
+                               **dict(client_config or {}), **librdkafka_config()}
+        self._client = AdminClient(self._client_config)
+        self._readers: dict[str, Consumer] = {}
+        self._calls = threading.Condition()
+        self._in_flight = 0
+        self._closed = False
+
+    def __enter__(self) -> "KafkaAdmin":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Destroy the clients on this thread once no call is in flight; idempotent.
+
+        Calls started afterwards raise BrokerError. A call still in flight after ``timeout_s``
+        seconds (default: twice the request timeout, the longest a retried call takes) keeps
+        the clients: they are left, with a warning, for the garbage collector rather than
+        destroyed under that call.
+        """
+        with self._calls:
+            if self._closed:
+                return
+            self._closed = True
+            idle = self._calls.wait_for(lambda: self._in_flight == 0,
+                                        2 * self.timeout_s if timeout_s is None else timeout_s)
+        if not idle:
+            log.warning("kafka admin of %s: %d call(s) still in flight; its clients are not "
+                        "destroyed now", self.bootstrap_servers, self._in_flight)
+            return
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        self._client.__exit__(None, None, None)  # rd_kafka_destroy, here and now
 
     # -- topics --------------------------------------------------------------------------
+    @_in_call
     def create_topic(self, topic: str = DEFAULT_TOPIC, partitions: int = DEFAULT_PARTITIONS,
                      *, config: Mapping[str, str] | None = None, exist_ok: bool = False) -> None:
         """Create ``topic`` with ``partitions`` partitions (replication factor 1).
@@ -113,6 +182,7 @@ class KafkaAdmin:
                               f"{exc.args[0].str()}") from exc
         self._wait_partitions(topic, partitions)
 
+    @_in_call
     def increase_partitions(self, topic: str, new_total: int) -> None:
         """Grow ``topic`` to ``new_total`` partitions (a new total, not an increment).
 
@@ -132,6 +202,7 @@ class KafkaAdmin:
                               f"{exc.args[0].str()}") from exc
         self._wait_partitions(topic, new_total)
 
+    @_in_call
     def partition_count(self, topic: str) -> int:
         """Number of partitions of ``topic``; raises BrokerError if it does not exist."""
         md = self._client.list_topics(topic=topic, timeout=self.timeout_s).topics.get(topic)
@@ -140,6 +211,7 @@ class KafkaAdmin:
             raise BrokerError(f"topic {topic!r}: {why}; create it first")
         return len(md.partitions)
 
+    @_in_call
     def delete_topic(self, topic: str) -> None:
         """Delete ``topic`` (used by tests to reuse a broker)."""
         try:
@@ -148,6 +220,7 @@ class KafkaAdmin:
             raise BrokerError(f"topic {topic!r}: delete failed: {exc.args[0].str()}") from exc
 
     # -- offsets -------------------------------------------------------------------------
+    @_in_call
     def end_offsets(self, topic: str, which: Literal["latest", "earliest"] = "latest"
                     ) -> dict[int, int]:
         """Log-end (``latest``) or log-start (``earliest``) offset per partition of ``topic``."""
@@ -160,16 +233,26 @@ class KafkaAdmin:
 
         return self._retry_retriable(attempt, f"topic {topic!r}: list_offsets({which})")
 
+    @_in_call
     def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
-        """Committed offset of ``group`` per partition of ``topic``; -1 where none committed."""
+        """Committed offset of ``group`` per partition of ``topic``; -1 where none committed.
+
+        Read by a Consumer of ``group`` that never joins it (``Consumer.committed``), not by
+        ``AdminClient.list_consumer_group_offsets``: librdkafka's admin handle has no consumer
+        group, and an OffsetFetch answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE makes
+        it ask that missing group to find the coordinator again: a NULL dereference (address
+        0x58) that kills the whole process from librdkafka's ``rdk:main`` thread, with no
+        Python stack (confluentinc/librdkafka#5040, open in librdkafka 2.16). A broker starved
+        of CPU answers so, as when the local control plane starts on 2 cores. A Consumer's
+        handle has the group, and the same answer is a retriable error.
+        """
         parts = [TopicPartition(topic, p) for p in range(self.partition_count(topic))]
-        request = [ConsumerGroupTopicPartitions(group, parts)]
-        result = self._retry_retriable(
-            lambda: self._client.list_consumer_group_offsets(request)[group].result(
-                timeout=self.timeout_s),
-            f"group {group!r}: list_consumer_group_offsets")
+        reader = self._offset_reader(group)
+        result = self._retry_retriable(lambda: reader.committed(parts, timeout=self.timeout_s),
+                                       f"group {group!r}: committed offsets of {topic!r}",
+                                       reader)
         out: dict[int, int] = {}
-        for tp in result.topic_partitions:
+        for tp in result:
             if tp.error is not None:
                 raise BrokerError(f"group {group!r}: committed offset of {topic}[{tp.partition}] "
                                   f"failed: {tp.error.str()}")
@@ -213,6 +296,7 @@ class KafkaAdmin:
         return out
 
     # -- groups --------------------------------------------------------------------------
+    @_in_call
     def describe_group(self, group: str, topic: str | None = None) -> GroupState:
         """State, protocol and per-member assignment of ``group`` (optionally one topic's)."""
         desc = self._retry_retriable(
@@ -234,16 +318,32 @@ class KafkaAdmin:
         return {m.member_id: m.partitions for m in self.describe_group(group, topic).members}
 
     # -- internals -----------------------------------------------------------------------
-    def _retry_retriable(self, call, what: str):  # type: ignore[no-untyped-def]
+    def _offset_reader(self, group: str) -> Consumer:
+        """The Consumer that reads ``group``'s committed offsets (created on first use; it
+        never subscribes, so it never joins the group, and never commits)."""
+        with self._calls:
+            reader = self._readers.get(group)
+            if reader is None:
+                reader = self._readers[group] = Consumer({
+                    **self._client_config, "group.id": group, "enable.auto.commit": False,
+                    # the committed offsets as an admin OffsetFetch reads them (KEDA's too)
+                    "isolation.level": "read_uncommitted"})
+            return reader
+
+    def _retry_retriable(self, call, what: str, client: Any = None):  # type: ignore[no-untyped-def]
         """Run ``call`` again while it fails with a retriable error (leader moves, new
-        partitions), for at most ``timeout_s``; other errors raise BrokerError at once."""
+        partitions, a coordinator moving), for at most ``timeout_s``; other errors, and a
+        future not done within ``timeout_s``, raise BrokerError at once."""
         import time
 
         deadline = time.monotonic() + self.timeout_s
         while True:
-            serve_logs(self._client)  # librdkafka's lines so far -> client_log.LOGGER
+            serve_logs(self._client if client is None else client)  # -> client_log.LOGGER
             try:
                 return call()
+            except concurrent.futures.TimeoutError as exc:
+                raise BrokerError(f"{what}: no answer within {self.timeout_s:g} s; check "
+                                  f"that {self.bootstrap_servers} is up") from exc
             except KafkaException as exc:
                 err = exc.args[0]
                 transient = err.retriable() or err.code() in _TRANSIENT_CODES
@@ -280,15 +380,18 @@ def __getattr__(name: str) -> object:
 def create_topic(bootstrap_servers: str, topic: str = DEFAULT_TOPIC,
                  partitions: int = DEFAULT_PARTITIONS, **kwargs: object) -> None:
     """Shortcut for :meth:`KafkaAdmin.create_topic`."""
-    KafkaAdmin(bootstrap_servers).create_topic(topic, partitions, **kwargs)  # type: ignore[arg-type]
+    with KafkaAdmin(bootstrap_servers) as admin:
+        admin.create_topic(topic, partitions, **kwargs)  # type: ignore[arg-type]
 
 
 def end_offsets(bootstrap_servers: str, topic: str = DEFAULT_TOPIC) -> dict[int, int]:
     """Shortcut for :meth:`KafkaAdmin.end_offsets` (log-end offsets)."""
-    return KafkaAdmin(bootstrap_servers).end_offsets(topic)
+    with KafkaAdmin(bootstrap_servers) as admin:
+        return admin.end_offsets(topic)
 
 
 def committed_offsets(bootstrap_servers: str, group: str, topic: str = DEFAULT_TOPIC
                       ) -> dict[int, int]:
     """Shortcut for :meth:`KafkaAdmin.committed_offsets`."""
-    return KafkaAdmin(bootstrap_servers).committed_offsets(group, topic)
+    with KafkaAdmin(bootstrap_servers) as admin:
+        return admin.committed_offsets(group, topic)

@@ -45,9 +45,9 @@ def librdkafka_config() -> dict[str, Any]:
 
 
 def serve_logs(client: Any) -> None:
-    """Hand an AdminClient's queued log lines to :data:`LOGGER` now (``poll(0)``); a Producer
-    or Consumer serves them in its own ``poll()``. Without this an AdminClient's lines wait in
-    its queue."""
+    """Hand an AdminClient's (or an idle Consumer's) queued log lines to :data:`LOGGER` now
+    (``poll(0)``); a Producer, or a Consumer that consumes, serves them in its own ``poll()``.
+    Without this the lines wait in the client's queue."""
     client.poll(0)
 
 

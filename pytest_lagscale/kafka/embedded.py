@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..errors import BrokerError, ReadinessTimeout
 from ..exit_status import describe_exit
@@ -287,9 +287,14 @@ class EmbeddedKafka(HomeProcess):
         from confluent_kafka.admin import AdminClient  # heavy import, only when starting
 
         assert self.process is not None
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                             "socket.connection.setup.timeout.ms": 1000,
-                             "log_level": 0})  # refused connects are expected here
+        with AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                          "socket.connection.setup.timeout.ms": 1000,
+                          "log_level": 0}) as admin:  # refused connects are expected here
+            self._poll_ready(admin, started)  # the client is destroyed on return, here
+
+    def _poll_ready(self, admin: Any, started: float) -> None:
+        """Ask ``admin`` for metadata until this broker answers (see :meth:`_wait_ready`)."""
+        assert self.process is not None
         deadline = started + self.startup_timeout_s
         foreign: str | None = None
         while True:

@@ -37,9 +37,10 @@ class ExternalKafka(StartStop):
         """Check that the cluster answers a metadata request; returns self."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **self.client_config})
         try:
-            admin.list_topics(timeout=self.timeout_s)
+            with AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                              **self.client_config}) as admin:  # destroyed here, not by GC
+                admin.list_topics(timeout=self.timeout_s)
         except Exception as exc:  # KafkaException: transport or auth failure
             raise BrokerError(f"--kafka-bootstrap: {self.bootstrap_servers!r} did not answer a "
                               f"metadata request within {self.timeout_s:.0f} s: {exc}; check "

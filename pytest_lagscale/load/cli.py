@@ -123,7 +123,8 @@ def _run(prof: Profile, bootstrap: str | None, out_dir: Path) -> int:
 
             console.print("starting an embedded Kafka broker ...")
             bootstrap = stack.enter_context(EmbeddedKafka()).bootstrap_servers
-        _ensure_topic(KafkaAdmin(bootstrap, timeout_s=30.0), prof)
+        with KafkaAdmin(bootstrap, timeout_s=30.0) as admin:
+            _ensure_topic(admin, prof)
         schedule = Schedule(prof.schedule())
         console.print(f"producing {prof.name!r} to {prof.topic} on {bootstrap}: "
                       f"{len(schedule.steps)} steps, {schedule.total_records:,} records over "
