@@ -350,11 +350,13 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
     flags = {"--topic": topic, "--group": group, "--engine": "arrow"}
     if settings.balancer:
         flags["--balancer"] = settings.balancer
-    admin = KafkaAdmin(kafka_cluster.bootstrap_servers, kafka_cluster.client_config)
-    admin.create_topic(topic, partitions)
     template = template_from_deployment(load_deployment(files["deployment"]),
                                         kafka_cluster.bootstrap_servers, flag_overrides=flags)
     with contextlib.ExitStack() as stack:
+        # closed last, on this thread, once the autoscaler that reads lag through it stopped
+        admin = stack.enter_context(KafkaAdmin(kafka_cluster.bootstrap_servers,
+                                               kafka_cluster.client_config))
+        admin.create_topic(topic, partitions)
         deployment = stack.enter_context(make_platform(settings.platform, template, tmp_path))
         deployment.scale(policy.min_replicas)
         if policy.min_replicas:
