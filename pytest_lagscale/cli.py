@@ -44,9 +44,16 @@ def cleanup(
 
     A reaped run's pid directory is deleted.
     """
-    from .process import reap_gone_runs, reap_run
+    from .process import known_run, reap_gone_runs, reap_run
 
     if run_id is not None:
+        try:
+            if not known_run(run_id):
+                raise ConfigError(f"run id {run_id!r}: no pid directory and no live process "
+                                  "carries it (already reaped, or never run here); `lagscale "
+                                  "cleanup` without an argument reaps every gone run")
+        except ConfigError as exc:
+            raise fail_usage(exc) from None
         typer.echo(f"reaped {_groups(reap_run(run_id))}")
         return
     runs = reap_gone_runs()

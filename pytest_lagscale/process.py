@@ -26,6 +26,7 @@ import concurrent.futures
 import logging
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -38,7 +39,7 @@ from typing import Literal, Mapping, Sequence
 
 from . import pidfiles
 from .contract.paths import cache_dir
-from .errors import LagscaleError
+from .errors import ConfigError, LagscaleError
 from .exit_status import describe_exit
 from .lifecycle import StartStop
 
@@ -69,9 +70,25 @@ def run_id() -> str:
     return rid
 
 
+#: A run id's form: what :func:`run_id` makes (12 hex digits, ``-gw<N>`` under pytest-xdist) or
+#: what ``LAGSCALE_RUN_ID`` names: letters, digits, ``-`` and ``_``, at most 64, never a path.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def check_run_id(rid: str) -> str:
+    """``rid`` if it has a run id's form (:data:`RUN_ID_PATTERN`); raises ConfigError naming
+    the value and the form otherwise (a path such as ``../x`` would reach outside the pid
+    root)."""
+    if RUN_ID_PATTERN.fullmatch(rid) is None:
+        raise ConfigError(f"run id {rid[:80]!r} is not a run id: 1-64 letters, digits, '-' or "
+                          "'_' (what `lagscale run` prints, e.g. 3f2a9c1b7d40)")
+    return rid
+
+
 def pid_dir(rid: str | None = None) -> Path:
-    """Directory holding the pid files of run ``rid`` (default: this run)."""
-    return cache_dir() / "pids" / (rid or run_id())
+    """Directory holding the pid files of run ``rid`` (default: this run); raises ConfigError
+    for a ``rid`` that is not a run id (:func:`check_run_id`)."""
+    return cache_dir() / "pids" / check_run_id(run_id() if rid is None else rid)
 
 
 class ManagedProcess(StartStop):
@@ -441,16 +458,7 @@ def reap_run(rid: str, timeout_s: float = 5.0) -> list[int]:
     """
     d = pid_dir(rid)
     pgids = pidfiles.recorded_pids(d) if d.is_dir() else set()
-    needle = f"{RUN_ID_ENV}={rid}".encode()
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                pgids.add(os.getpgid(int(entry.name)))
-        except (OSError, ProcessLookupError):
-            continue
+    pgids |= _groups_carrying(rid)
     pgids.discard(os.getpgid(0))
     signalled = []
     for pgid in pgids:
@@ -463,6 +471,28 @@ def reap_run(rid: str, timeout_s: float = 5.0) -> list[int]:
         _wait_group_gone(pgid, timeout_s)
     pidfiles.remove(d)
     return sorted(signalled)
+
+
+def _groups_carrying(rid: str) -> set[int]:
+    """Process groups of the live processes (this one excepted) whose environment carries
+    ``LAGSCALE_RUN_ID=rid``."""
+    needle = f"{RUN_ID_ENV}={rid}".encode()
+    me, out = os.getpid(), set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                out.add(os.getpgid(int(entry.name)))
+        except (OSError, ProcessLookupError):
+            continue
+    return out
+
+
+def known_run(rid: str) -> bool:
+    """True when run ``rid`` has a pid directory or a live process carrying its id; raises
+    ConfigError for a ``rid`` that is not a run id."""
+    return pid_dir(rid).is_dir() or bool(_groups_carrying(rid) - {os.getpgid(0)})
 
 
 def reap_gone_runs(timeout_s: float = 5.0) -> dict[str, list[int]]:
@@ -478,7 +508,8 @@ def reap_gone_runs(timeout_s: float = 5.0) -> dict[str, list[int]]:
         deleted), in run-id order.
     """
     root = cache_dir() / "pids"
-    runs = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+    runs = sorted(d for d in root.iterdir()
+                  if d.is_dir() and RUN_ID_PATTERN.fullmatch(d.name)) if root.is_dir() else []
     return {d.name: reap_run(d.name, timeout_s) for d in runs if pidfiles.harness_gone(d)}
 
 

@@ -136,3 +136,49 @@ def test_cleanup_without_a_run_id_reports_each_reaped_run(tmp_path, monkeypatch)
         "1 run(s) with a gone harness reaped",
     ]
     assert sorted(p.name for p in (tmp_path / "pids").iterdir()) == ["alive0000001"]
+
+
+@pytest.mark.parametrize("rid", ["../../somewhere", "a/b", ".", "..", "", "_x", "x" * 65,
+                                 "run id", "caf\u00e9"])
+def test_cleanup_refuses_what_is_not_a_run_id_and_touches_nothing(tmp_path, monkeypatch,
+                                                                  rid) -> None:
+    from typer.testing import CliRunner
+
+    from pytest_lagscale.cli import app
+
+    monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(tmp_path / "cache"))
+    outside = tmp_path / "somewhere"
+    pidfiles.write_pid_file(outside, "kafka", NO_SUCH_PID, ["java"])
+
+    result = CliRunner().invoke(app, ["cleanup", rid])
+
+    assert result.exit_code == 2, result.output
+    assert "is not a run id: 1-64 letters, digits, '-' or '_'" in result.output
+    assert "Traceback" not in result.output
+    assert pidfiles.recorded_pids(outside) == {NO_SUCH_PID}
+
+
+def test_cleanup_of_an_unknown_run_id_exits_2(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from pytest_lagscale.cli import app
+
+    monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(tmp_path))
+    result = CliRunner().invoke(app, ["cleanup", "0123456789ab"])
+    assert result.exit_code == 2, result.output
+    assert "run id '0123456789ab': no pid directory and no live process carries it" \
+        in result.output
+
+
+def test_cleanup_of_a_known_run_id_reaps_it(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from pytest_lagscale.cli import app
+
+    monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(tmp_path))
+    pidfiles.write_pid_file(tmp_path / "pids" / "0123456789ab-gw1", "kafka", NO_SUCH_PID,
+                            ["java"])
+    result = CliRunner().invoke(app, ["cleanup", "0123456789ab-gw1"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "reaped 0 process group(s): -\n"
+    assert not (tmp_path / "pids" / "0123456789ab-gw1").exists()
