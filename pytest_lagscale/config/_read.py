@@ -16,20 +16,76 @@ from pytest_lagscale.config._problems import MISSING, Problems, join, nearest
 from pytest_lagscale.errors import ConfigError
 
 
-def load_yaml(path: str | Path) -> Any:
-    """Read one YAML document from ``path``.
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader, except that a mapping repeating a key is an error (PyYAML keeps the
+    last value silently, so a second ``lagThreshold:`` would override the first unseen)."""
+
+
+def _unique_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode,
+                    deep: bool = False) -> dict[Any, Any]:
+    first: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` merges may be overridden
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            earlier = first.setdefault(key, key_node.start_mark)
+        except TypeError:  # an unhashable key: SafeLoader reports it
+            continue
+        if earlier is not key_node.start_mark:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                f"found duplicate key {key!r} (first at line {earlier.line + 1})",
+                key_node.start_mark)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.safe_load`` with duplicate keys refused (:class:`UniqueKeyLoader`); raises
+    ``yaml.YAMLError`` like it."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
+def read_text(path: str | Path, source: str | None = None) -> str:
+    """The UTF-8 text of ``path``.
 
     Raises:
-        ConfigError: the file is missing, unreadable, not YAML or holds several documents.
+        OSError: the file cannot be read (the caller words it).
+        ConfigError: a binary file (a NUL byte) or bytes that are not UTF-8, naming the offset.
+    """
+    data = Path(path).read_bytes()
+    where = source or str(path)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ConfigError(f"'{where}': is a binary file (a NUL byte at offset {nul}); allowed: "
+                          "UTF-8 YAML text; check the path")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"'{where}': is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                          f"offset {exc.start}); allowed: UTF-8 YAML text; save the file as "
+                          "UTF-8") from None
+
+
+def load_yaml(path: str | Path) -> Any:
+    """Read one YAML document from ``path`` (UTF-8, no repeated key in a mapping).
+
+    Raises:
+        ConfigError: the file is missing, unreadable, binary, not UTF-8, not YAML, repeats a
+            key or holds several documents.
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
-        raise ConfigError(f"'{source}': got {exc.strerror!r}, expected a readable YAML file in "
-                          f"{source}; check the path") from exc
+        short = source if len(source) <= 200 else source[:200] + "..."
+        raise ConfigError(f"'{short}': got {exc.strerror!r}, expected a readable YAML file in "
+                          f"{short}; check the path") from exc
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = list(yaml.load_all(text, Loader=UniqueKeyLoader))  # noqa: S506
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f"line {where.line + 1}" if where else "the file"

@@ -233,12 +233,14 @@ def load_profile(path: str | Path,
         ConfigError: the file is missing or not YAML, or has any invalid, unknown or missing
             key; one line per problem, all reported together.
     """
+    from ..config import _read
+
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = _read.safe_load(_read.read_text(path))
     except OSError as exc:
-        raise ConfigError(f"'{path}': cannot be read ({exc.strerror}); allowed: a readable YAML "
-                          f"file; source: --profile; check the path") from exc
+        raise ConfigError(f"'{str(path)[:200]}': cannot be read ({exc.strerror}); allowed: a "
+                          f"readable YAML file; source: --profile; check the path") from exc
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"'{path}': is not valid YAML ({detail}); allowed: a YAML mapping; "
@@ -254,6 +256,10 @@ def parse_profile(raw: Any, *, source: str = "<profile>",
     Raises:
         ConfigError: one line per problem, all reported together.
     """
+    if raw is None:
+        raise ConfigError(f"'{source}': is empty; allowed: a YAML mapping of profile keys (kind, "
+                          f"duration_s, ...); source: {source}; write the profile's keys, as in "
+                          f"the bundled spike-ci.yaml")
     if not isinstance(raw, Mapping):
         raise ConfigError(f"'{source}': {raw!r} is a {type(raw).__name__}, not a mapping; "
                           f"allowed: a YAML mapping of profile keys; source: {source}; "
