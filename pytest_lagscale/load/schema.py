@@ -227,7 +227,12 @@ def check_cross(kind: str, params: Mapping[str, Any], duration_s: float | None,
     """Record problems that involve two keys of a valid ``kind`` profile."""
     if kind == "step" and duration_s is not None:
         end = params["spike_start_s"] + params["spike_hold_s"]
-        if end > duration_s:
+        if params["spike_start_s"] >= duration_s:
+            check.add("spike_start_s",
+                      f"{params['spike_start_s']!r} starts the spike at or after duration_s "
+                      f"{duration_s!r}", "spike_start_s < duration_s (seconds after the load "
+                      "start)", "start the spike earlier or raise duration_s")
+        elif end > duration_s:
             check.add("spike_hold_s",
                       f"{params['spike_hold_s']!r} ends the spike at {end!r} s, after "
                       f"duration_s {duration_s!r}", "spike_start_s + spike_hold_s <= duration_s",

@@ -83,3 +83,15 @@ def test_an_empty_profile_says_it_is_empty(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"'.*empty.yaml': is empty; allowed: a YAML mapping "
                                           r"of profile keys"):
         load_profile(path)
+
+
+def test_a_spike_starting_after_the_end_blames_spike_start_s() -> None:
+    from pytest_lagscale.load.profiles import parse_profile
+
+    raw = {"kind": "step", "duration_s": 100, "baseline_rate_per_s": 5, "spike_multiplier": 10,
+           "spike_start_s": 150, "spike_hold_s": 10, "seed": 1, "partitions": 8}
+    with pytest.raises(ConfigError) as info:
+        parse_profile(raw)
+    assert str(info.value).startswith("'spike_start_s': 150.0 starts the spike at or after "
+                                      "duration_s 100.0")
+    assert "spike_hold_s" not in str(info.value).split(";")[0]
