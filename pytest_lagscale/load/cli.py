@@ -33,8 +33,10 @@ _BOOTSTRAP_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:(\d{1,5})$")
 
 @app.command()
 def produce(
-    profile: Path = typer.Option(..., "--profile", metavar="PATH",
-                                 help="Traffic profile YAML, e.g. fixtures/profiles/spike.yaml"),
+    profile: Path = typer.Option(..., "--profile", metavar="NAME|PATH",
+                                 help="A bundled profile's name (spike-ci, bursty-ci, spike, ...) "
+                                      "or a traffic profile YAML, e.g. "
+                                      "fixtures/profiles/spike.yaml"),
     rate: Optional[float] = typer.Option(
         None, "--rate", metavar="RECORDS_PER_S",
         help="Base rate: rate_per_s of a steady profile, baseline_rate_per_s of a step "
@@ -65,7 +67,7 @@ def produce(
                                  topic=topic)
     problems: list[str] = []
     try:
-        prof: Profile | None = load_profile(profile, overrides)
+        prof: Profile | None = load_profile(profile_path(profile), overrides)
     except ConfigError as exc:
         prof, problems = None, list(exc.problems)
     problems += check_bootstrap(bootstrap) + check_out_dir(out)
@@ -78,6 +80,22 @@ def produce(
         typer.echo(f"error: {exc}", err=True)
         code = EXIT_DELIVERY_FAILED
     raise typer.Exit(code)
+
+
+def profile_path(value: Path) -> Path:
+    """The profile file ``--profile`` names: a path as given (an existing file, or anything
+    with a directory or a suffix), else a bundled profile's exact name (``spike-ci``, ``spike``:
+    no scale applies here), as ``lagscale run --profile`` accepts them.
+
+    Raises:
+        ConfigError: neither a path nor a bundled name; the message lists the bundled names.
+    """
+    from ..config.bundled import resolve_profile
+
+    text = str(value)
+    if value.exists() or "/" in text or value.suffix:
+        return value
+    return resolve_profile(text)
 
 
 def check_bootstrap(value: str | None) -> list[str]:
@@ -95,10 +113,17 @@ def check_bootstrap(value: str | None) -> list[str]:
 
 
 def check_out_dir(value: Path | None) -> list[str]:
-    """Problems with an ``--out`` value: it must be a directory or not exist yet."""
-    if value is not None and value.exists() and not value.is_dir():
+    """Problems with an ``--out`` value: it must be a directory, or not exist yet under a
+    directory (not under a file)."""
+    if value is None:
+        return []
+    if value.exists() and not value.is_dir():
         return [f"'--out': {str(value)!r} is an existing file; allowed: a directory (created "
                 f"if missing); source: command line; choose another path"]
+    parent = next((p for p in value.absolute().parents if p.exists()), None)
+    if not value.exists() and parent is not None and not parent.is_dir():
+        return [f"'--out': {str(value)!r} lies under the file {str(parent)!r}; allowed: a "
+                f"directory (created if missing); source: command line; choose another path"]
     return []
 
 

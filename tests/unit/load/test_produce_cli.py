@@ -83,3 +83,26 @@ def test_valid_input_reaches_the_run_with_overrides_applied(no_run: list) -> Non
 def test_default_out_dir_is_a_utc_stamped_run_dir() -> None:
     when = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc)
     assert produce_cli.default_out_dir(when) == Path("runs/20260304T050607Z-produce")
+
+
+def test_a_bundled_profile_name_is_accepted_as_run_accepts_it(no_run: list) -> None:
+    result = _invoke("--profile", "spike-ci", "--out", "somewhere")
+    assert result.exit_code == 0, result.output
+    (profile, _, _), = no_run
+    assert profile.name == "spike-ci"
+
+
+def test_an_unknown_profile_name_lists_the_bundled_ones(no_run: list) -> None:
+    result = _invoke("--profile", "spikey")
+    assert result.exit_code == 2 and no_run == []
+    assert "spike-ci" in result.output and "Traceback" not in result.output
+
+
+def test_an_out_directory_under_a_file_exits_2(no_run: list, tmp_path: Path) -> None:
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    result = _invoke("--profile", "spike-ci", "--out", str(a_file / "runs"))
+    assert result.exit_code == 2 and no_run == []
+    assert result.output.splitlines() == [
+        f"error: '--out': {str(a_file / 'runs')!r} lies under the file {str(a_file)!r}; "
+        f"allowed: a directory (created if missing); source: command line; choose another path"]
