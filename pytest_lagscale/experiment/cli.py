@@ -61,6 +61,7 @@ def _run(**values: Any) -> None:
     from ..errors import ConfigError, LagscaleError
     from .plan import plan_run
 
+    dry_run = values.pop("dry_run", False)
     problems = check_run_options(values)
     thresholds = values.get("lag_thresholds") or (None,)
     plans = []
@@ -75,6 +76,14 @@ def _run(**values: Any) -> None:
             typer.echo(f"error: {line}", err=True)
         raise typer.Exit(EXIT_USAGE)
     console = Console()
+    if dry_run:
+        from .plan import describe_plan
+
+        for plan in plans:
+            for line in describe_plan(plan):
+                console.print(line, highlight=False, soft_wrap=True)
+        console.print(f"dry run: {len(plans)} run(s) planned, nothing started", highlight=False)
+        return
     regressed = False
     for plan in plans:
         try:
@@ -153,6 +162,12 @@ def _compare(result: Any, baseline: str | None, console: Any) -> bool:
     return comparison.verdict == "fail"
 
 
-_run.__signature__ = inspect.Signature([_parameter(o) for o in RUN_OPTIONS])  # type: ignore[attr-defined]
+_DRY_RUN = inspect.Parameter(
+    "dry_run", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+    default=typer.Option(False, "--dry-run", help="Resolve and check every input, print the "
+                         "plan (profile, policy, Deployment, platform, engine, scale, actions, "
+                         "expected duration) and exit 0 without starting anything."))
+_run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [_parameter(o) for o in RUN_OPTIONS] + [_DRY_RUN])
 app.command("run", short_help="Run a profile against an autoscaled consumer group and analyse "
             "it.")(_run)

@@ -189,6 +189,34 @@ def plan_run(settings: RunSettings) -> RunPlan:
     return plan
 
 
+def describe_plan(plan: RunPlan) -> list[str]:
+    """What a run of ``plan`` would do, one ``name: value`` line each (``lagscale run
+    --dry-run`` prints them): run label, profile, policy, Deployment, platform, broker, engine,
+    balancer, scale, lag source, scheduled actions and the expected duration (the profile's
+    load, then at most ``--settle-timeout`` seconds of settling)."""
+    s, prof = plan.settings, plan.profile
+    lo, hi = plan.replica_range
+    threshold = "-" if plan.lag_threshold is None else f"{plan.lag_threshold:,}"
+    actions = ", ".join(f"{a.at_s:g} s {a.action.label()}" for a in plan.actions) or "none"
+    duration = prof.duration_s
+    return [
+        f"run: {s.label()}",
+        f"profile: {prof.name} ({prof.source or 'bundled'}): {duration:g} s, "
+        f"{prof.partitions} partitions of {prof.topic}",
+        f"policy: {plan.policy_name} ({plan.policy_kind}, {plan.policy_config.source}): "
+        f"replicas {lo}..{hi}, lagThreshold {threshold}",
+        f"deployment: {plan.deployment.source}",
+        f"platform: {s.platform}; broker: {s.kafka}; scale: {s.scale}",
+        f"replicas: engine {plan.engine}, balancer {plan.balancer}, trigger interval "
+        f"{plan.trigger_interval_s:g} s",
+        f"lag source: {plan.lag_source.kind}",
+        f"actions: {actions}",
+        f"expected duration: {duration:g} s of load, then up to {s.settle_timeout_s:g} s to "
+        f"settle (at most {(duration + s.settle_timeout_s) / 60:.1f} min, plus start-up and "
+        f"analysis)",
+    ]
+
+
 def _check_local_scaler_metadata(policy: Any, source: str) -> None:
     """The run's own scaler is the persistent-lag scaler: check the metadata of the triggers it
     serves now, as it would (bootstrapServers, consumerGroup and topic are the run's).
