@@ -385,6 +385,9 @@ def check_run_options(values: dict[str, Any]) -> list[str]:
     kafka = check_kafka_options(values.get("kafka") or "embedded", values.get("kafka_bootstrap"))
     if kafka:
         problems.append(kafka)
+    from .kafka.external import check_bootstrap_form
+
+    problems += check_bootstrap_form(values.get("kafka_bootstrap"), "--kafka-bootstrap")
     kubeconfig = values.get("kubeconfig")
     if kubeconfig and (values.get("platform") or "local") != "kubernetes":
         problems.append(f"--kubeconfig is only used with --platform kubernetes, not --platform "

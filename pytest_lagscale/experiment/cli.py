@@ -71,6 +71,14 @@ def _run(**values: Any) -> None:
                      for lt in thresholds]  # every input problem, before anything starts
         except ConfigError as exc:
             problems = exc.problems
+    if not problems and values.get("kafka") == "external":
+        from ..errors import BrokerError
+        from ..kafka.external import probe
+
+        try:  # the cluster answers, before any run directory or process exists
+            probe(values["kafka_bootstrap"], dict(values.get("kafka_config") or ()))
+        except BrokerError as exc:
+            problems = [str(exc)]
     if problems:
         for line in problems:
             typer.echo(f"error: {line}", err=True)

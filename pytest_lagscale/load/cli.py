@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import re
 import signal
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -28,7 +27,6 @@ from .schedule import Schedule
 
 EXIT_DELIVERY_FAILED = 1
 EXIT_INTERRUPTED = 130
-_BOOTSTRAP_RE = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:(\d{1,5})$")
 
 
 @app.command()
@@ -73,6 +71,13 @@ def produce(
     problems += check_bootstrap(bootstrap) + check_out_dir(out)
     if problems or prof is None:
         raise fail_usage(ConfigError(problems))
+    if bootstrap is not None:
+        from ..kafka.external import probe
+
+        try:  # before any directory or client of the run exists
+            probe(bootstrap, flag="--bootstrap")
+        except BrokerError as exc:
+            raise fail_usage(ConfigError(str(exc))) from None
     out_dir = out or default_out_dir()
     try:
         code = _run(prof, bootstrap, out_dir)
@@ -100,16 +105,9 @@ def profile_path(value: Path) -> Path:
 
 def check_bootstrap(value: str | None) -> list[str]:
     """Problems with a ``--bootstrap`` value (``host:port[,host:port...]``), one line each."""
-    if value is None:
-        return []
-    problems = []
-    for part in value.split(","):
-        m = _BOOTSTRAP_RE.match(part.strip())
-        if not m or not 1 <= int(m.group(1)) <= 65535:
-            problems.append(f"'--bootstrap': {part!r} is not HOST:PORT; allowed: "
-                            f"host:port[,host:port...] with port 1 to 65535; source: command "
-                            f"line; write it like 127.0.0.1:9092")
-    return problems
+    from ..kafka.external import check_bootstrap_form
+
+    return check_bootstrap_form(value, "--bootstrap")
 
 
 def check_out_dir(value: Path | None) -> list[str]:

@@ -19,6 +19,8 @@ PROFILES = Path(__file__).resolve().parents[3] / "fixtures" / "profiles"
 def no_run(monkeypatch: pytest.MonkeyPatch) -> list:
     calls: list = []
     monkeypatch.setattr(produce_cli, "_run", lambda *a: calls.append(a) or 0)
+    # the --bootstrap probe (tests/unit/test_bootstrap_input.py) would ask a real cluster
+    monkeypatch.setattr("pytest_lagscale.kafka.external.probe", lambda *a, **k: None)
     return calls
 
 
@@ -51,7 +53,8 @@ def test_bad_flags_and_profile_values_exit_2_with_one_line_each(no_run: list,
         "error: '--spike-mult': 0.5 is out of range; allowed: 1 to 1000 x baseline_rate_per_s; "
         "source: command line; raise it to 1 or more",
         "error: '--bootstrap': 'localhost' is not HOST:PORT; allowed: host:port[,host:port...] "
-        "with port 1 to 65535; source: command line; write it like 127.0.0.1:9092",
+        "with an ASCII host and port 1 to 65535; source: command line; write it like "
+        "127.0.0.1:9092",
         f"error: '--out': {str(a_file)!r} is an existing file; allowed: a directory (created "
         f"if missing); source: command line; choose another path"]
 
