@@ -205,6 +205,40 @@ def _check_v1(doc: Mapping[str, Any], source: str) -> None:
     if missing:
         raise ConfigError(f"{source}: keys {missing!r} are missing from a schema 1 document; "
                           "rewrite it with write_document")
+    problems = []
+
+    def wrong(where: str, value: Any, allowed: str) -> None:
+        problems.append(f"{source}: '{where}' is {type(value).__name__} {_short(value)}; "
+                        f"allowed: {allowed}; rewrite it with write_document")
+
+    for key in ("machine_info", "commit_info", "inputs", "artifacts"):
+        if not isinstance(doc[key], Mapping):
+            wrong(key, doc[key], "an object")
+    if not isinstance(doc["assertions"], list):
+        wrong("assertions", doc["assertions"], "a list")
+    metrics = doc["metrics"]
+    if not isinstance(metrics, Mapping):
+        wrong("metrics", metrics, "an object of name: {value, unit, direction}")
+        metrics = {}
+    for name, metric in metrics.items():
+        where = f"metrics.{name}"
+        if not isinstance(metric, Mapping):
+            wrong(where, metric, "an object with value, unit and direction")
+            continue
+        value = metric.get("value")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            wrong(f"{where}.value", value, "a number or null")
+        if not isinstance(metric.get("unit", ""), str):
+            wrong(f"{where}.unit", metric.get("unit"), "a string")
+        if metric.get("direction") not in DIRECTIONS:
+            wrong(f"{where}.direction", metric.get("direction"), f"one of {DIRECTIONS!r}")
+    if problems:
+        raise ConfigError(problems)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 #: version n -> function turning a version-n document into a version-(n+1) one.
@@ -237,10 +271,17 @@ def load(path: str | Path) -> dict[str, Any]:
     """Read a benchmark JSON file of any known schema version, upgraded to the current one.
 
     Raises:
-        ConfigError: the file is not JSON or not a known schema version.
+        ConfigError: the file cannot be read, is not UTF-8 JSON, not a known schema version,
+            or a field has the wrong type (one line each).
     """
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{str(path)[:200]}: cannot be read ({exc.strerror}); pass a "
+                          "benchmark.json") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: is not UTF-8 text (byte at offset {exc.start}), so not "
+                          "JSON; pass a file written by write_document") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: is not JSON ({exc}); "
                           "pass a file written by write_document") from exc

@@ -154,3 +154,30 @@ def test_load_rejects_non_json(tmp_path: Path) -> None:
     path.write_text("{")
     with pytest.raises(ConfigError, match="is not JSON"):
         load(path)
+
+
+def test_wrongly_typed_fields_are_one_line_each(tmp_path) -> None:
+    golden = Path(__file__).resolve().parents[2] / "golden" / "current_v1.json"
+    doc = json.loads(golden.read_text())
+    doc["inputs"] = 3
+    doc["metrics"]["reaction_time_s"]["value"] = "fast"
+    doc["metrics"]["x"] = [1]
+    path = tmp_path / "typed.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError) as info:
+        benchjson.load(path)
+    assert info.value.problems == [
+        f"{path}: 'inputs' is int 3; allowed: an object; rewrite it with write_document",
+        f"{path}: 'metrics.reaction_time_s.value' is str 'fast'; allowed: a number or null; "
+        "rewrite it with write_document",
+        f"{path}: 'metrics.x' is list [1]; allowed: an object with value, unit and direction; "
+        "rewrite it with write_document"]
+
+
+def test_a_binary_or_unreadable_file_is_one_line(tmp_path) -> None:
+    path = tmp_path / "b.json"
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte at offset 0\)"):
+        benchjson.load(path)
+    with pytest.raises(ConfigError, match=r"cannot be read \(File name too long\)"):
+        benchjson.load(tmp_path / ("x" * 5000))
