@@ -50,9 +50,33 @@ def _option_values(config: pytest.Config) -> dict[str, Any]:
     return {option.dest: config.getoption(option.dest) for option in options.RUN_OPTIONS}
 
 
+#: Options naming a file (or a value a file's content must accept): given on the command
+#: line, they are read and checked before the session starts anything.
+_FILE_OPTIONS = ("profile", "policy", "scaled_object", "deployment", "lag_thresholds")
+
+
+def _plan_problems(values: dict[str, Any]) -> list[str]:
+    """Every problem of the runs the options describe, read from their files (what a run
+    would read first), before any broker starts; none when no file option is given (the
+    committed defaults)."""
+    if not any(values.get(dest) for dest in _FILE_OPTIONS):
+        return []
+    from .experiment.plan import plan_run
+
+    try:
+        for lag_threshold in values.get("lag_thresholds") or (None,):
+            plan_run(options.settings_from_options(values, lag_threshold=lag_threshold))
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    problems = options.check_run_options(_option_values(config))
+    values = _option_values(config)
+    problems = options.check_run_options(values)
+    if not problems:
+        problems = _plan_problems(values)
     report = config.getoption("lagscale_report", None)
     if report and Path(report).exists() and not Path(report).is_dir():
         problems.append(f"--lagscale-report: {report!r} is not a directory; give a directory "

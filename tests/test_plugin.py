@@ -326,6 +326,22 @@ def test_each_finished_run_prints_a_progress_line_while_output_is_captured(
     assert lines[0].startswith("lagscale: run 1 spike-ci done in 0 s: produced ")
 
 
+def test_a_bad_profile_file_stops_the_session_before_any_fixture(pytester: pytest.Pytester
+                                                                  ) -> None:
+    _fake(pytester)
+    bad = pytester.path / "garbage.yaml"
+    bad.write_text("kind: steady\nduration_s: -5\n")
+    pytester.makepyfile("""
+        def test_run(lagscale_run):
+            lagscale_run()
+    """)
+    result = pytester.runpytest_subprocess("--profile", str(bad), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: 'seed': missing (required for kind 'steady')*",
+                                 "*'duration_s': -5 is out of range*"])
+    assert "collected" not in result.stdout.str()
+
+
 def test_settings_follow_the_options(pytester: pytest.Pytester) -> None:
     _fake(pytester)
     pytester.makepyfile(f"""
