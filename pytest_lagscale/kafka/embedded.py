@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import secrets
 import shutil
 import socket
@@ -73,8 +74,39 @@ logger.request.level = WARN
 """
 
 
+#: How many ports below the kernel's ephemeral range :func:`free_port` picks among.
+_PICK_SPAN = 12_000
+_random = random.SystemRandom()
+
+
+def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The lowest port of Linux's ephemeral range (32768 by default)."""
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """An ephemeral TCP port that was free on ``host`` a moment ago."""
+    """A TCP port free on ``host`` a moment ago, for a child to listen on.
+
+    Picked at random among the :data:`_PICK_SPAN` ports below the kernel's ephemeral range:
+    the kernel takes the local port of every outgoing connection, and of every bind to port 0,
+    from that range, so a port picked there could be taken by any connection between this check
+    and the child's bind (seen in CI: KEDA's metrics gRPC port taken by another test's
+    connection, "bind: address already in use"). Below it only another explicit pick can take
+    it. Falls back to a port the kernel gives when no pick binds in 50 tries.
+    """
+    low = _ephemeral_low()
+    span = (max(1024, low - _PICK_SPAN), low - 1)
+    for _ in range(50 if span[1] > span[0] else 0):
+        port = _random.randint(*span)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]

@@ -27,3 +27,4 @@ def test_describe_exit(returncode: int, expected: str) -> None:
 ])
 def test_exit_signal_names_only_a_signal(returncode: int | None, expected: str | None) -> None:
     assert exit_signal(returncode) == expected
+
