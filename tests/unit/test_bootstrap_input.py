@@ -1,6 +1,6 @@
 """``--kafka-bootstrap`` (``lagscale run``) and ``--bootstrap`` (``lagscale produce``): the form
 is checked first, then the cluster is probed for its metadata, before any run directory or
-process exists; one line, exit 2, and no librdkafka line on the terminal (issue 25: an
+process exists; one line, exit 2, and no librdkafka line on the terminal (before: an
 unreachable address started a run, flooded the terminal and left a half-written run
 directory; produce waited 30 s silently)."""
 

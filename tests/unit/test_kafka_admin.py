@@ -94,8 +94,9 @@ def test_not_coordinator_is_retried_within_the_timeout(admin: KafkaAdmin) -> Non
     assert admin.committed_offsets("enrich", "events") == {0: 5, 1: -1}
 
 
-def test_close_waits_for_the_call_in_flight_then_destroys_the_clients_on_its_thread(
-        admin: KafkaAdmin) -> None:
+def _call_held_in_flight(admin: KafkaAdmin) -> tuple["FakeConsumer", threading.Thread]:
+    """A committed_offsets call on another thread, held inside the reader until
+    ``reader.release`` is set; returns the reader and the thread."""
     admin.committed_offsets("enrich", "events")
     (reader,) = FakeConsumer.instances
     reader.release.clear()
@@ -103,6 +104,12 @@ def test_close_waits_for_the_call_in_flight_then_destroys_the_clients_on_its_thr
     call = threading.Thread(target=admin.committed_offsets, args=("enrich", "events"))
     call.start()
     assert reader.entered.wait(2)
+    return reader, call
+
+
+def test_close_waits_for_the_call_in_flight_then_destroys_the_clients_on_its_thread(
+        admin: KafkaAdmin) -> None:
+    reader, call = _call_held_in_flight(admin)
     closer = threading.Thread(target=admin.close, name="closer")
     closer.start()
     closer.join(0.2)
@@ -127,13 +134,7 @@ def test_a_call_after_close_raises_and_touches_no_client(admin: KafkaAdmin) -> N
 def test_close_leaves_the_clients_to_a_call_still_in_flight(admin: KafkaAdmin,
                                                             caplog: pytest.LogCaptureFixture
                                                             ) -> None:
-    admin.committed_offsets("enrich", "events")
-    (reader,) = FakeConsumer.instances
-    reader.release.clear()
-    reader.entered.clear()
-    call = threading.Thread(target=admin.committed_offsets, args=("enrich", "events"))
-    call.start()
-    assert reader.entered.wait(2)
+    reader, call = _call_held_in_flight(admin)
     admin.close(timeout_s=0.05)
     assert admin._client.destroyed_by is None and "closed" not in reader.events
     assert f"kafka admin of {BOOTSTRAP}: 1 call(s) still in flight; its clients are not " \

@@ -1,6 +1,6 @@
 """Bad YAML input to every committed-manifest and profile reader: a repeated key, a binary or
 non-UTF-8 file, an over-long path and an empty profile are one ConfigError line each, naming
-the file and what is wrong (issue 25's bad inputs; each failed differently before: the repeated
+the file and what is wrong (each failed differently before: the repeated
 key silently won, the others ended in tracebacks or "None is a NoneType")."""
 
 from __future__ import annotations
