@@ -9,6 +9,13 @@ to swap the experiment runner), ``lag_threshold``, ``lagscale_settings``, ``lags
 ``scaled_deployment``. Every result of ``lagscale_run`` is kept by the session's
 :class:`~pytest_lagscale.session.LagscaleSession`, which compares it with ``--lagscale-baseline`` at session end and
 prints the runs and comparisons in the terminal summary.
+
+``--lagscale-dry-run`` is pytest's ``lagscale run --dry-run``: ``lagscale_run`` plans its run
+(:func:`~pytest_lagscale.experiment.plan.plan_run`), records the plan as a report section and
+skips the test with a one-line summary (a bad plan fails it with the problems); the terminal
+summary prints one plan block per test. ``kafka_cluster`` then starts no broker (it gives a
+stand-in whose use skips the test) and tests using the broker other than through
+``lagscale_run`` are skipped before their fixtures are set up, so nothing is started.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import threading
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
 import pytest
 
@@ -31,6 +38,8 @@ from .session import LagscaleSession
 DEFAULT_PARTITIONS = {"ci": 8, "full": 24}
 _SESSION_KEY = pytest.StashKey["LagscaleSession"]()
 _OWNS_RECONCILE_WORKER = pytest.StashKey[bool]()
+#: The report section holding a test's plan under ``--lagscale-dry-run``.
+DRY_RUN_SECTION = "lagscale dry run"
 
 
 # -- options and markers ---------------------------------------------------------------------
@@ -43,6 +52,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="At the end of the session, write the findings report of its runs "
                          "(findings.html, findings.md, img/) into DIR; under pytest-xdist "
                          "each worker writes DIR/<worker id>. Default: none")
+    # pytest's twin of `lagscale run --dry-run`: a session option, not in the run option table.
+    dry = parser.getgroup("lagscale-dry-run", "dry run (pytest-lagscale)")
+    dry.addoption("--lagscale-dry-run", dest="lagscale_dry_run", action="store_true",
+                  default=False,
+                  help="Plan instead of run, as `lagscale run --dry-run` does: each test's "
+                       "lagscale_run reads and checks its profile, policy, Deployment, actions "
+                       "and overrides, records the plan (printed in the terminal summary, one "
+                       "block per test) and the test is skipped with a one-line summary; a "
+                       "bad plan fails the test. No broker, Prometheus or replica starts: tests "
+                       "using the broker (kafka_cluster) otherwise are skipped. Default: off")
+
+
+def _dry_run(config: pytest.Config) -> bool:
+    """``--lagscale-dry-run`` was given."""
+    return bool(config.getoption("lagscale_dry_run", False))
 
 
 def _option_values(config: pytest.Config) -> dict[str, Any]:
@@ -175,14 +199,24 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``experiment(N)`` also reads ``experiment(N, n=N)``, so ``-m "experiment(n=3)"`` selects
     experiment 3 (pytest's marker expressions match keyword arguments only); runs before
-    pytest's own ``-m`` deselection."""
+    pytest's own ``-m`` deselection.
+
+    Under ``--lagscale-dry-run`` a test using the broker (``kafka_cluster``, also through
+    ``scaled_deployment`` or ``lagscale_concurrent``) but not ``lagscale_run`` has no run to
+    plan: it is skipped before any of its fixtures is set up."""
+    dry_run = _dry_run(config)
     for item in items:
         mark = item.get_closest_marker("experiment")
         if mark is not None and mark.args and "n" not in mark.kwargs:
             item.add_marker(pytest.mark.experiment(mark.args[0], n=mark.args[0]), append=False)
+        names = getattr(item, "fixturenames", ())
+        if dry_run and "kafka_cluster" in names and "lagscale_run" not in names:
+            item.add_marker(pytest.mark.skip(
+                reason="dry run: uses the broker (kafka_cluster) without lagscale_run; "
+                       "nothing to plan, nothing started"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -217,6 +251,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     lagscale = config.stash.get(_SESSION_KEY, None)
     if lagscale is not None and lagscale.runs:
         lagscale.summarize(terminalreporter)
+    if _dry_run(config):
+        _summarize_dry_run(terminalreporter)
+
+
+def _summarize_dry_run(terminalreporter: Any) -> None:
+    """One block per planned test: its node id, then the plan's lines (read from the skipped
+    reports' sections, so the plans of pytest-xdist workers are printed too)."""
+    title = f"Captured {DRY_RUN_SECTION} "
+    planned = [(report.nodeid, content)
+               for report in terminalreporter.stats.get("skipped", [])
+               for name, content in getattr(report, "sections", ())
+               if name.startswith(title)]
+    terminalreporter.section(DRY_RUN_SECTION)
+    for nodeid, content in planned:
+        terminalreporter.write_line(f"{nodeid}:")
+        for line in content.splitlines():
+            terminalreporter.write_line(f"  {line}")
+    terminalreporter.write_line(f"lagscale: dry run: {len(planned)} test(s) planned, "
+                                "nothing started")
 
 
 # -- fixtures --------------------------------------------------------------------------------
@@ -226,8 +279,12 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
 
     Yields an object with ``bootstrap_servers``, ``client_config``, ``kind``, ``version`` and
     ``settings`` (see :class:`pytest_lagscale.kafka.base.KafkaCluster`). ``--kafka=testcontainers``
-    skips when no Docker engine answers, naming the reason.
+    skips when no Docker engine answers, naming the reason. Under ``--lagscale-dry-run`` no
+    cluster is made: it yields a stand-in whose every attribute skips the test asking for it.
     """
+    if _dry_run(request.config):
+        yield _DryRunCluster()
+        return
     from .kafka import make_cluster
 
     kind = request.config.getoption("kafka")
@@ -322,8 +379,13 @@ def lagscale_run(request: pytest.FixtureRequest, lagscale_settings: Any,
     A run is cached for the session (per pytest-xdist worker) by its full settings, so tests
     asking for the same run share one result (mark them with the same ``xdist_group`` so they
     share a worker); every result is compared with ``--lagscale-baseline`` at session end.
+
+    Under ``--lagscale-dry-run`` the first call plans the run instead and skips the test
+    (``dry run: <summary>``), the plan in the report section ``lagscale dry run``; a plan's
+    problems fail the test. ``kafka_cluster`` is then a stand-in and the runner is not called.
     """
     session = request.config.stash[_SESSION_KEY]
+    dry_run = _dry_run(request.config)
 
     def run(profile: str | os.PathLike[str] | None = None, **overrides: Any) -> Any:
         if profile is not None and not request.config.getoption("profile"):
@@ -333,6 +395,8 @@ def lagscale_run(request: pytest.FixtureRequest, lagscale_settings: Any,
         except ConfigError as exc:
             pytest.fail("lagscale_run: " + "; ".join(exc.problems), pytrace=False)
         _check(settings)
+        if dry_run:
+            _plan_instead(request.node, settings)
         result = session.run(settings, request.node.nodeid, lambda: _call_runner(
             request.config, lagscale_runner, settings, kafka_cluster))
         _record_experiment_number(request, result)
@@ -396,12 +460,65 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
 
 
 # -- helpers ---------------------------------------------------------------------------------
+class _DryRunCluster:
+    """``kafka_cluster`` under ``--lagscale-dry-run``: no broker was made, and reading any of
+    its attributes (``bootstrap_servers``, ...) skips the test before it can start anything."""
+
+    def __getattr__(self, name: str) -> NoReturn:
+        _skip_test(f"dry run: no broker is started (kafka_cluster.{name} was asked for)")
+
+    def __repr__(self) -> str:
+        return "<kafka_cluster: none under --lagscale-dry-run>"
+
+
+def _plan_instead(item: pytest.Item, settings: Any) -> NoReturn:
+    """``--lagscale-dry-run``: plan ``settings``' run, record the plan as the item's report
+    section :data:`DRY_RUN_SECTION` and skip the test with its summary; fail the test with the
+    plan's problems, one a line."""
+    from .experiment.plan import describe_plan, plan_run
+
+    try:
+        plan = plan_run(settings)
+    except ConfigError as exc:
+        problems = exc.problems
+    else:
+        item.add_report_section("call", DRY_RUN_SECTION, "\n".join(describe_plan(plan)))
+        _skip_test(f"dry run: {_plan_summary(plan)}")
+    # outside the handler: the failure shows the problems, no chained exception
+    pytest.fail("lagscale_run: dry run: the run cannot be planned:\n"
+                + "\n".join(f"  {p}" for p in problems), pytrace=False)
+
+
+def _skip_test(reason: str) -> NoReturn:
+    """Skip the test, reported at the test's location (as pytest reports a fixture's skip),
+    not at this module's line."""
+    try:
+        pytest.skip(reason)
+    except pytest.skip.Exception as exc:
+        exc._use_item_location = True  # read by pytest's report when present
+        raise
+
+
+def _plan_summary(plan: Any) -> str:
+    """One line of :func:`~pytest_lagscale.experiment.plan.describe_plan`'s plan."""
+    s, prof = plan.settings, plan.profile
+    lo, hi = plan.replica_range
+    longest = (prof.duration_s + s.settle_timeout_s) / 60
+    return (f"{s.label()}: profile {prof.name} ({prof.duration_s:g} s, {prof.partitions} "
+            f"partitions), policy {plan.policy_name} (replicas {lo}..{hi}), engine "
+            f"{plan.engine}, platform {s.platform}, broker {s.kafka}, scale {s.scale}, "
+            f"{len(plan.actions)} action(s), at most {longest:.1f} min")
+
+
 def _check(settings: Any) -> None:
     try:
         settings.check()
+        return
     except ConfigError as exc:
-        pytest.fail("lagscale_run: bad settings:\n" + "\n".join(f"  {p}" for p in exc.problems),
-                    pytrace=False)
+        problems = exc.problems
+    # outside the handler: the failure shows the problems, no chained exception
+    pytest.fail("lagscale_run: bad settings:\n" + "\n".join(f"  {p}" for p in problems),
+                pytrace=False)
 
 
 def _call_runner(config: pytest.Config, runner: Callable[..., Any], settings: Any,
