@@ -10,8 +10,12 @@ stopped it before. The directory goes when the harness's last child stops.
 Every child is forked by one long-lived spawner thread and started under ``setpriv --pdeathsig
 TERM``: the kernel's parent-death signal fires when the *thread* that forked exits, so whatever
 thread asks (the autoscaler's starts replicas), the child gets SIGTERM when the harness dies,
-SIGKILL included. ``lagscale cleanup`` reaps what is left behind by run id, or every run whose
-harness is gone.
+SIGKILL included. The signal is armed in the child, after the fork, so a harness dying in
+between would leave the child reparented and never signalled (the race ``man 2 prctl`` documents
+for ``PR_SET_PDEATHSIG``); each child therefore checks, once the signal is armed and before its
+program is exec'd, that its parent is still the harness, and exits with status 143 (128 +
+SIGTERM) if not (:func:`_with_parent_death_signal`). ``lagscale cleanup`` reaps what is left
+behind by run id, or every run whose harness is gone.
 
 Every child runs with Python's faulthandler on (``PYTHONFAULTHANDLER=1``, :data:`CHILD_ENV`), so
 a Python child that dies of a native crash leaves the Python stack of each of its threads in its
@@ -347,13 +351,36 @@ _spawner = _Spawner()
 os.register_at_fork(after_in_child=_spawner.__init__)  # a forked child has no spawner thread
 
 
-def _with_parent_death_signal(argv: list[str], signame: str = "TERM") -> list[str]:
+#: Run by ``/bin/sh`` between setpriv and the program: ``$1`` is the harness's pid, ``$2`` the
+#: exit status meaning "the parent-death signal arrived", the rest the program's argv. ``$PPID``
+#: is the shell's getppid() at its start, so after setpriv's prctl. ``exec "$@"`` keeps the pid
+#: and passes every word as it is (empty words, spaces, quotes, ``$``: nothing is re-parsed).
+_PARENT_CHECK = 'test "$PPID" = "$1" || exit "$2"; shift 2; exec "$@"'
+
+
+def _with_parent_death_signal(argv: list[str], signame: str = "TERM",
+                              parent_pid: int | None = None) -> list[str]:
     """Prefix ``argv`` so the child gets SIG``signame`` if the harness dies without cleaning up.
 
     A harness killed with SIGKILL (or hung up before its handler ran) runs no atexit handler;
     ``PR_SET_PDEATHSIG`` (set by util-linux ``setpriv --pdeathsig``) makes the kernel signal the
-    child instead. It fires when the forking *thread* exits, hence :class:`_Spawner`. Without
-    setpriv the child relies on :func:`stop_all` and ``lagscale cleanup``.
+    child instead. It fires when the forking *thread* exits, hence :class:`_Spawner`.
+
+    The signal is armed by the child itself, after the fork: a parent that dies in between has
+    already given the child to another process (init or a subreaper), and no signal ever comes.
+    ``man 2 prctl`` (``PR_SET_PDEATHSIG``) says to close that race by checking, after the prctl,
+    that the parent is still the expected one. So setpriv execs ``/bin/sh`` (:data:`_PARENT_CHECK`),
+    which compares its parent pid with ``parent_pid`` and exits at once with status 128 + the
+    signal's number (143 for TERM), as if the signal had arrived, or else execs ``argv``. Both
+    execs keep the pid, so the Popen pid is the program's pid, group and pid file.
+
+    Without setpriv, ``argv`` is returned as it is and the child relies on :func:`stop_all` and
+    ``lagscale cleanup``.
+
+    Args:
+        argv: the program's command line.
+        signame: ``TERM`` or ``KILL``, the signal's name without ``SIG``.
+        parent_pid: the pid the child's parent must have: the harness, this process by default.
 
     Raises:
         OSError: the executable does not exist (checked here, since setpriv would exec it).
@@ -363,7 +390,10 @@ def _with_parent_death_signal(argv: list[str], signame: str = "TERM") -> list[st
         return argv
     if shutil.which(argv[0]) is None:
         raise FileNotFoundError(2, "No such file or directory", argv[0])
-    return [setpriv, "--pdeathsig", signame, "--", *argv]
+    parent = os.getpid() if parent_pid is None else parent_pid
+    died = 128 + signal.Signals[f"SIG{signame}"]
+    return [setpriv, "--pdeathsig", signame, "--", "/bin/sh", "-c", _PARENT_CHECK,
+            "lagscale-child", str(parent), str(died), *argv]
 
 
 def _group_alive(pgid: int) -> bool:

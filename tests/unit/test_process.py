@@ -1,15 +1,21 @@
 """The pid directory's bookkeeping: harness records, the harness-gone decision, removal, and
-``reap_gone_runs`` over a pid root (files only; no process is started)."""
+``reap_gone_runs`` over a pid root (files only); the parent-death prefix every child is started
+under (short-lived ``setpriv``/``sh`` children of the test process)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_lagscale import pidfiles
-from pytest_lagscale.process import reap_gone_runs
+from pytest_lagscale import process as process_mod
+from pytest_lagscale.process import _with_parent_death_signal, reap_gone_runs
 
 NO_SUCH_PID = 4_194_305  # above Linux's largest pid_max: never a live process
 ME = os.getpid()
@@ -182,3 +188,56 @@ def test_cleanup_of_a_known_run_id_reaps_it(tmp_path, monkeypatch) -> None:
     assert result.exit_code == 0, result.output
     assert result.output == "reaped 0 process group(s): -\n"
     assert not (tmp_path / "pids" / "0123456789ab-gw1").exists()
+
+
+needs_setpriv = pytest.mark.skipif(shutil.which("setpriv") is None,
+                                   reason="needs util-linux setpriv")
+
+
+@needs_setpriv
+@pytest.mark.parametrize(("signame", "status"), [("TERM", 143), ("KILL", 137)])
+def test_a_child_whose_parent_is_not_the_harness_exits_without_running_its_program(
+        tmp_path, signame, status) -> None:
+    # The PR_SET_PDEATHSIG race (man 2 prctl), made deterministic: a harness that died between
+    # the fork and setpriv's prctl leaves the child with another parent. Here the recorded
+    # harness pid is one the child's parent (this process) does not have.
+    marker = tmp_path / "ran"
+    argv = _with_parent_death_signal(["touch", str(marker)], signame, parent_pid=NO_SUCH_PID)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    assert done.stderr == ""
+    assert not marker.exists()
+
+
+SHOW_ARGV = """
+import ctypes, json, os, sys
+sig = ctypes.c_int(-1)
+ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(sig), 0, 0, 0)  # PR_GET_PDEATHSIG
+print(json.dumps([os.getpid(), sig.value, sys.argv[1:]]))
+"""
+WORDS = ["a b", "", "'single'", '"double"', "$x", "${x:-y}", "$(echo no)", "`echo no`", "\\",
+         "*", "-n", "--", "a\nb", "tab\there", "  ", "$1", "$@", ";exit 3", "\u00e9"]
+
+
+@needs_setpriv
+def test_the_program_keeps_the_pid_gets_every_word_unchanged_and_has_the_signal_armed() -> None:
+    argv = _with_parent_death_signal([sys.executable, "-c", SHOW_ARGV, *WORDS])
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "x": "expanded"})
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    pid, pdeathsig, words = json.loads(out)
+    assert pid == child.pid  # setpriv, sh and the program are one process
+    assert pdeathsig == 15  # SIGTERM, armed before the check and kept through sh's exec
+    assert words == WORDS
+
+
+def test_without_setpriv_argv_is_returned_unchanged(monkeypatch) -> None:
+    monkeypatch.setattr(process_mod.shutil, "which", lambda name: None)
+    assert _with_parent_death_signal(["no-such-program-x", "a b"]) == ["no-such-program-x", "a b"]
+
+
+@needs_setpriv
+def test_a_missing_executable_is_reported_before_setpriv_would_exec_it() -> None:
+    with pytest.raises(FileNotFoundError):
+        _with_parent_death_signal(["no-such-program-lagscale-x"])
