@@ -380,6 +380,9 @@ def lagscale_run(request: pytest.FixtureRequest, lagscale_settings: Any,
     asking for the same run share one result (mark them with the same ``xdist_group`` so they
     share a worker); every result is compared with ``--lagscale-baseline`` at session end.
 
+    A run that did not settle, or whose lag was unread for more than 10 % of it, fails the test
+    with those numbers, unless the run injected a fault (the test asserts on its outcome).
+
     Under ``--lagscale-dry-run`` the first call plans the run instead and skips the test
     (``dry run: <summary>``), the plan in the report section ``lagscale dry run``; a plan's
     problems fail the test. ``kafka_cluster`` is then a stand-in and the runner is not called.
@@ -400,9 +403,21 @@ def lagscale_run(request: pytest.FixtureRequest, lagscale_settings: Any,
         result = session.run(settings, request.node.nodeid, lambda: _call_runner(
             request.config, lagscale_runner, settings, kafka_cluster))
         _record_experiment_number(request, result)
+        _fail_unsound(settings, result)
         return result
 
     return run
+
+
+def _fail_unsound(settings: Any, result: Any) -> None:
+    """Fail the test of a run that is not a good one (did not settle, lag unread for more than
+    10 % of it) with those numbers, unless the run injected a fault: a test that asks for a
+    fault asserts on its outcome itself."""
+    problems = getattr(result, "problems", ())
+    faults = (getattr(result, "world", None) or {}).get("faults", ())
+    if problems and not any(f.get("kind") == "injected" for f in faults):
+        pytest.fail(f"lagscale_run: {settings.label()} is not a good run ({result.run_dir}):\n  "
+                    + "\n  ".join(problems), pytrace=False)
 
 
 @pytest.fixture

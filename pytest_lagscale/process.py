@@ -228,6 +228,7 @@ class ManagedProcess(StartStop):
             outcome = "exited"
         elif graceful:
             self.signal(signal.SIGTERM)
+            self.signal(signal.SIGCONT)  # a stopped (paused) group handles its SIGTERM now
             outcome = "terminated" if self.wait(timeout_s) is not None else "killed"
         else:
             outcome = "killed"

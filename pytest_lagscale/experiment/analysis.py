@@ -47,7 +47,7 @@ def reconcile_run(layout: Any) -> Any:
 
 
 def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
-            wall_time_s: float) -> RunResult:
+            wall_time_s: float, incomplete: str | None = None) -> RunResult:
     """Analyse a finished :class:`~.runner.Run` and write its reports.
 
     Args:
@@ -55,6 +55,8 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         broker: the broker's settings (for the inputs).
         kafka_version: the broker's version.
         wall_time_s: seconds the run took up to now.
+        incomplete: why the run ended early (a part died), or None: the analysis covers what
+            was recorded up to then and says so (``incomplete`` in ``benchmark.json``).
     """
     from ..report.timeline_png import write_timeline_png
     from .lag_signal import signal_summary
@@ -91,8 +93,12 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
     start_s, end_s = spike_window(events)  # as recorded, else as scheduled
     spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
     actions = [(a["scheduled_s"], a["label"]) for a in run.actions_done]
+    world = world_of(run, events, incomplete)
     write_timeline_png(run.timeline, layout.timeline_png, spike=spike,
                        steps=list(measurements.steps), actions=actions,
+                       faults=[(f["start_s"], f["duration_s"], f["name"]) for f in world["faults"]
+                               if f["name"] != "lag_unread"],
+                       max_lag_age_s=world["lag_max_age_s"],
                        title=f"{run_title(plan.settings.label(), inputs)}: lag, replicas, "
                              "consume rate")
     replicas, replicas_png = per_replica(run, events, spike, run_title(plan.settings.label(),
@@ -107,9 +113,31 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                                  **_platform_info(run, records)},
                        experiment={"replicas": replicas.to_dict()},
                        machine_info=machine_info(), commit_info=commit_info(),
-                       store_times=store)
+                       store_times=store, world=world)
     result.write()
     return result
+
+
+def world_of(run: Any, events: Any, incomplete: str | None) -> dict[str, Any]:
+    """What the run saw and what it could not (:mod:`..analyze.staleness`): ``faults``,
+    ``lag_unread_s`` (and its longest stretch), ``settled``, ``incomplete`` and ``problems``
+    (one line per reason the run is not a good one; empty for a good run). Lag older than two
+    polling intervals counts as unread."""
+    from ..analyze.staleness import faults, lag_freshness, world_problems
+
+    max_age_s = 2 * run.lag_read_timeout_s()
+    freshness = lag_freshness(run.timeline, max_age_s)
+    fault_list = faults(events, freshness)
+    settled = None if incomplete else run.settled
+    problems = world_problems(settled=settled, settle_timeout_s=run.plan.settings.settle_timeout_s,
+                              freshness=freshness, incomplete=incomplete,
+                              unsettled_state=getattr(run, "unsettled_state", ""))
+    return {"faults": [f.to_dict() for f in fault_list],
+            "lag_unread_s": freshness.unread_s, "lag_unread_longest_s": freshness.longest_s,
+            "lag_unread_fraction": (None if freshness.unread_fraction is None
+                                    else round(freshness.unread_fraction, 4)),
+            "lag_max_age_s": max_age_s, "settled": settled, "incomplete": incomplete,
+            "problems": problems}
 
 
 def per_replica(run: Any, events: Any, spike: tuple[float, float] | None,
@@ -170,6 +198,7 @@ def _run_info(run: Any) -> dict[str, Any]:
             "max_replicas": plan.max_replicas, "platform": plan.settings.platform,
             "capacity_per_replica_per_s": plan.capacity_per_s,
             "graceful_drain": plan.settings.graceful, "settled": run.settled,
+            "harness_cpu_fraction": getattr(run, "harness_cpu_fraction", None),
             "actions": run.actions_done, "max_partitions": plan.max_partitions,
             "profile_file": str(plan.profile.source),
             "scaled_object_file": plan.policy_config.source,

@@ -92,15 +92,20 @@ def _run(**values: Any) -> None:
                 console.print(line, highlight=False, soft_wrap=True)
         console.print(f"dry run: {len(plans)} run(s) planned, nothing started", highlight=False)
         return
-    regressed = False
+    regressed = unsound = False
     for plan in plans:
         try:
             result = _run_one(plan, console)
         except LagscaleError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
+        for line in result.problems:  # a run that did not settle or could not see its lag
+            typer.echo(f"error: run {result.settings.label()}: {line}", err=True)
+        unsound |= bool(result.problems)
         regressed |= _compare(result, values.get("lagscale_baseline"), console)
         regressed |= _check_drain_slo(result, values.get("drain_slo_s"), console)
+    if unsound:
+        raise typer.Exit(1)
     if regressed:
         raise typer.Exit(EXIT_REGRESSION)
 

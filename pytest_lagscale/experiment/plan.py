@@ -74,6 +74,17 @@ class RunPlan:
         return build_policy(self.policy_config, created_at_s=created_at_s)
 
     @property
+    def lag_poll_interval_s(self) -> float | None:
+        """Seconds between the policy's lag reads: KEDA's ``pollingInterval``, else the
+        policy's sync period; None when the policy has neither."""
+        policy = self.build_policy()
+        for name in ("polling_interval_s", "sync_period_s"):
+            value = getattr(policy, name, None)
+            if value:
+                return float(value)
+        return None
+
+    @property
     def min_replicas(self) -> int:
         """minReplicaCount, at least 1 (a run starts with one replica ready)."""
         return max(1, self.replica_range[0])

@@ -79,6 +79,9 @@ class RunResult:
         machine_info, commit_info: the environment (see :mod:`.environment`).
         store_times: the store's record times (:class:`~..analyze.store_rate.StoreTimes`),
             read once by the analysis; None when there is no store.
+        world: what the run saw and could not (``faults``, ``lag_unread_s``,
+            ``lag_unread_longest_s``, ``settled``, ``incomplete``, ``problems``:
+            :func:`~.analysis.world_of`), top-level keys of ``benchmark.json``.
     """
 
     settings: RunSettings
@@ -98,6 +101,13 @@ class RunResult:
     commit_info: Mapping[str, Any] = field(default_factory=dict)
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     store_times: Any = None
+    world: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per reason this run is not a good one (not settled, lag unread for more
+        than 10 % of it, ended early); empty for a good run."""
+        return list(self.world.get("problems", ()))
 
     @property
     def benchmark_path(self) -> Path:
@@ -130,6 +140,7 @@ class RunResult:
         doc["scale_out"] = scale_out.to_dict() if scale_out is not None else None
         doc.update(self.measurements.detail())  # "steps" and "skew"
         doc["experiment"] = self.experiment
+        doc.update({key: value for key, value in self.world.items() if key != "lag_max_age_s"})
         return doc
 
     @property

@@ -63,6 +63,15 @@ PRE_LOAD_SCRAPES = 4
 FINAL_SCRAPE_S = 3.0
 #: Seconds the autoscaler may take for its first decision beyond the policy's own period.
 FIRST_DECISION_SLACK_S = 10.0
+#: librdkafka's request timeout of the lag reads' clients, seconds: a read abandoned at the
+#: polling interval (:class:`~pytest_lagscale.sources.bounded.BoundedLagReads`) ends by then.
+LAG_READ_REQUEST_TIMEOUT_S = 10.0
+#: Seconds a stopping run waits for the producer thread (its flush is bounded by 5 s).
+PRODUCER_STOP_S = 10.0
+#: Seconds the record phase waits for a restarted Prometheus before its second attempt.
+RECORD_RETRY_S = 30.0
+#: Lag reads are bounded by the policy's polling interval; a policy without one: this.
+DEFAULT_LAG_READ_TIMEOUT_S = 5.0
 
 
 class LoadClock:
@@ -130,6 +139,7 @@ class _Parts:
     moto: Any = None
     total_lag_source: Any = None
     value_reader: Any = None
+    watch: Any = None
 
 
 def run_suffix(run_dir_name: str) -> str:
@@ -169,6 +179,12 @@ class Run:
         self.timeline: Any = None
         self.actions_done: list[dict[str, Any]] = []
         self.settled = False
+        #: the lag and replicas when the settle phase gave up ("" when it settled)
+        self.unsettled_state = ""
+        #: CPU seconds of the harness process per wall second from the load start to the
+        #: record phase (a share of one core), None before
+        self.harness_cpu_fraction: float | None = None
+        self._harness_cpu_start: tuple[float, float] | None = None
         #: What the ``sources`` phase started (kind, addresses; ``run_info.lag_source``).
         self.lag_signal: dict[str, Any] = {}
         #: The spark-connect engine's server URL (the plan's, or the run's own server's).
@@ -176,10 +192,17 @@ class Run:
 
     def execute(self, stack: ExitStack) -> None:
         """Run every phase; each registers what it starts on ``stack``."""
+        from .watch import PartDied
+
         stack.callback(self.events.close)
         for name, phase in PHASES:
             self.events.emit("run_phase", phase=name)
-            phase(self, stack)
+            try:
+                phase(self, stack)
+            except PartDied:
+                if self.clock.started.is_set() and name in ("load", "settle"):
+                    self._record_what_was_seen(stack)
+                raise
 
     # -- phases --------------------------------------------------------------------------
     def broker(self, stack: ExitStack) -> None:
@@ -195,18 +218,32 @@ class Run:
             stack.callback(cluster.stop)
             cluster.start()
             self.parts.cluster = cluster
+        from .watch import PartWatch
+
+        watch = self.parts.watch = PartWatch(self.events, self.clock.inner.now)
+        stack.callback(watch.stop)  # before any part is stopped
+        cluster = self.parts.cluster
+        if getattr(cluster, "process", None) is not None:  # an embedded broker: cannot come back
+            watch.add("kafka", lambda: cluster.process)
+        watch.start()
 
     def topic_phase(self, stack: ExitStack) -> None:
         from ..kafka.admin import KafkaAdmin
         from ..sources import make_lag_source
+        from ..sources.bounded import BoundedLagReads
 
         cluster = self.parts.cluster
         self.parts.admin = KafkaAdmin(cluster.bootstrap_servers, cluster.client_config)
         # closed after everything that reads lag through it has stopped, before the broker
         stack.callback(self.parts.admin.close)
         self.parts.admin.create_topic(self.topic, self.plan.profile.partitions)
-        self.parts.lag_source = make_lag_source("broker", self.parts.admin, self.group,
-                                                self.topic)
+        make_lag_source("broker", self.parts.admin, self.group, self.topic)  # options checked
+        lag_reads = BoundedLagReads(
+            lambda: KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
+                               timeout_s=LAG_READ_REQUEST_TIMEOUT_S),
+            self.group, self.topic, timeout_s=self.lag_read_timeout_s(), clock=self.clock.inner.now)
+        stack.callback(lag_reads.close)
+        self.parts.lag_source = lag_reads
 
     def spark(self, stack: ExitStack) -> None:
         """The spark-connect engine without a ``--spark-remote``: start the run's own Spark
@@ -220,6 +257,7 @@ class Run:
         stack.callback(server.stop)
         server.start()
         self.parts.spark_server = server
+        self.parts.watch.add("spark-connect", lambda: server.process)
         self.spark_remote = server.url
         self.events.emit("spark_connect_ready", url=server.url, startup_s=server.startup_s,
                          pid=server.pid)
@@ -240,6 +278,7 @@ class Run:
         stack.callback(scaler.stop)
         scaler.start()
         self.parts.scaler = scaler
+        self.parts.watch.add("scaler", lambda: scaler.process)
         self.events.emit("scaler_ready", address=scaler.address, startup_s=scaler.startup_s,
                          pid=scaler.pid)
 
@@ -247,7 +286,11 @@ class Run:
         from ..observe.lag_exporter import serve_lag_exporter
         from ..observe.prometheus import PrometheusServer
 
-        self.parts.prometheus = stack.enter_context(PrometheusServer(self.layout.root))
+        prometheus = self.parts.prometheus = stack.enter_context(
+            PrometheusServer(self.layout.root))
+        # a dead Prometheus comes back on its data directory; the outage is recorded
+        self.parts.watch.add("prometheus", lambda: prometheus.process,
+                             restart=lambda: prometheus.restart(graceful=False))
         extra = []
         if self.parts.spark_server is not None:
             from ..observe.machine import BusyRatioCollector
@@ -281,6 +324,8 @@ class Run:
         if configure is not None:  # a platform that needs the plan (kubernetes: HPA timing)
             configure(plan)
         self.parts.platform = stack.enter_context(platform)
+        for name, process in getattr(platform, "watched_processes", lambda: [])():
+            self.parts.watch.add(name, lambda process=process: process)
         self._show("starting")
         platform.scale(plan.min_replicas)
         platform.wait_ready(plan.min_replicas, within_s=READY_TIMEOUT_S)
@@ -346,15 +391,27 @@ class Run:
         producer = threading.Thread(target=produce, name="lagscale-producer", daemon=True)
         producer.start()
         self.clock.started.wait()
+        self._harness_cpu_start = (time.process_time(), self.clock.inner.now())
         context = ActionContext(self.parts.admin, self.topic, self.group, self.parts.platform,
                                 self.parts.autoscaler, cluster, self._build_policy,
-                                self.clock.inner.now)
+                                self.clock.inner.now, prometheus=self.parts.prometheus,
+                                watch=self.parts.watch)
         with ActionScheduler(plan.actions, context, self.events, self.clock.inner,
                              self.clock.start_monotonic_s) as actions:
-            while producer.is_alive():
-                self._sync_targets()
-                self._show("load", self._load_lag())
-                producer.join(1.0)
+            try:
+                while producer.is_alive():
+                    self.parts.watch.check()
+                    self._sync_targets()
+                    self._show("load", self._load_lag())
+                    producer.join(1.0)
+            except BaseException:
+                stop.set()  # the producer stops, waits a few seconds for acks, purges the rest
+                producer.join(PRODUCER_STOP_S)
+                self.actions_done = actions.done
+                if "result" in outcome:
+                    self.produce_result = outcome["result"]
+                    write_run(self.produce_result, self.layout.root)
+                raise
         self.actions_done = actions.done
         if "error" in outcome:
             raise outcome["error"]
@@ -369,6 +426,7 @@ class Run:
         plan, platform, clock = self.plan, self.parts.platform, self.clock.inner
         deadline = clock.now() + plan.settings.settle_timeout_s
         while True:
+            self.parts.watch.check()
             self._sync_targets()
             lag = _read_unprocessed(self.parts.lag_source)
             at_floor = platform.desired_replicas == platform.current_replicas \
@@ -382,6 +440,9 @@ class Run:
                 log.warning("run %s: not settled within %.0f s (lag %s, %d replicas)",
                             self.layout.name, plan.settings.settle_timeout_s, lag,
                             platform.current_replicas)
+                self.unsettled_state = (f" (at the end: lag {'unread' if lag is None else f'{lag:,}'}"
+                                        f" records, {platform.current_replicas} replicas, "
+                                        f"minReplicaCount {plan.min_replicas})")
                 return
             clock.sleep(1.0)
 
@@ -390,11 +451,47 @@ class Run:
 
         self.clock.inner.sleep(FINAL_SCRAPE_S)
         end_wall_s = time.time()
+        if self._harness_cpu_start is not None and self.harness_cpu_fraction is None:
+            cpu0, t0 = self._harness_cpu_start
+            wall = self.clock.inner.now() - t0
+            # the harness process's own threads (producer, controller, exporter, lag reads):
+            # the broker, Prometheus, Spark and the replicas are processes of their own
+            self.harness_cpu_fraction = round((time.process_time() - cpu0) / wall, 4) \
+                if wall > 0 else None
         self._show("recording")
         recorder = Recorder(self.parts.prometheus.url, default_queries(self.group))
-        self.timeline = recorder.record(self.layout.root, self.clock.start_wall_s, end_wall_s)
+        try:
+            self.timeline = recorder.record(self.layout.root, self.clock.start_wall_s,
+                                            end_wall_s)
+        except LagscaleError as exc:  # Prometheus died under the queries: the watch restarts it
+            log.warning("%s; recording again once Prometheus is back", exc)
+            self._wait_prometheus(RECORD_RETRY_S)
+            self.timeline = recorder.record(self.layout.root, self.clock.start_wall_s,
+                                            end_wall_s)
+
+    def _wait_prometheus(self, within_s: float) -> None:
+        """Wait until the run's Prometheus answers ready (bounded)."""
+        deadline = self.clock.inner.now() + within_s
+        while self.clock.inner.now() < deadline and not self.parts.prometheus._ready():
+            self.clock.inner.sleep(0.5)
+
+    def _record_what_was_seen(self, stack: ExitStack) -> None:
+        """A part died: record the timeline up to now while Prometheus still runs (the
+        analysis of an incomplete run); a failure here is logged, the death is what is raised."""
+        self.events.emit("run_phase", phase="record")
+        try:
+            self.record(stack)
+        except Exception as exc:  # the part's death is the run's error, not this
+            log.warning("run %s: could not record the timeline after a part died: %s",
+                        self.layout.name, exc)
 
     # -- helpers -------------------------------------------------------------------------
+    def lag_read_timeout_s(self) -> float:
+        """The bound of one lag read, seconds: the policy's polling interval (KEDA's
+        ``pollingInterval``, else the HPA's sync period), so the controller keeps its cadence;
+        :data:`DEFAULT_LAG_READ_TIMEOUT_S` for a policy with neither."""
+        return self.plan.lag_poll_interval_s or DEFAULT_LAG_READ_TIMEOUT_S
+
     def _announce(self, events: EventLog, stop: threading.Event) -> None:
         """Write the profile's phase events at their scheduled instants (thread body)."""
         while not self.clock.started.wait(0.05):
@@ -517,10 +614,16 @@ def run_plan(plan: RunPlan, *, cluster: Any = None, progress: RunProgress | None
     if on_run_dir is not None:
         on_run_dir(layout.root)
     run = Run(plan, layout, clock, progress, cluster)
-    with ExitStack() as stack:
-        run.execute(stack)
-        kafka_version = getattr(run.parts.cluster, "version", "unknown")
-        broker = dict(getattr(run.parts.cluster, "settings", {}) or {})
+    from .watch import PartDied
+
+    try:
+        with ExitStack() as stack:
+            run.execute(stack)
+            kafka_version = getattr(run.parts.cluster, "version", "unknown")
+            broker = dict(getattr(run.parts.cluster, "settings", {}) or {})
+    except PartDied as exc:
+        raise PartDied(f"{exc}{_analyse_incomplete(run, str(exc), clock.now() - started_s)}"
+                       ) from None
     if not run.clock.started.is_set():
         raise LagscaleError(f"run {layout.root}: the load never started")
     if progress is not None:
@@ -528,3 +631,21 @@ def run_plan(plan: RunPlan, *, cluster: Any = None, progress: RunProgress | None
     from .analysis import analyse
 
     return analyse(run, broker, kafka_version, clock.now() - started_s)
+
+
+def _analyse_incomplete(run: Run, why: str, wall_time_s: float) -> str:
+    """Analyse what a run whose part died recorded up to then (marked incomplete); returns the
+    text that tells where it is, or why there is none."""
+    if not run.clock.started.is_set() or run.timeline is None or run.produce_result is None:
+        return "; the load had not produced a record to analyse"
+    from .analysis import analyse
+
+    try:
+        result = analyse(run, dict(getattr(run.parts.cluster, "settings", {}) or {}),
+                         getattr(run.parts.cluster, "version", "unknown"), wall_time_s,
+                         incomplete=why)
+    except Exception as exc:  # the death is the error; the analysis is a bonus
+        log.warning("run %s: the analysis of the incomplete run failed: %s", run.layout.name,
+                    exc)
+        return f"; the analysis of what was recorded failed: {exc}"
+    return f"; what was recorded is analysed in {result.benchmark_path} (marked incomplete)"

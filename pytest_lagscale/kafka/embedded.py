@@ -269,6 +269,36 @@ class EmbeddedKafka(HomeProcess):
         self.startup_s = time.monotonic() - started
         return self
 
+    def restart(self, *, graceful: bool = True, down_s: float = 0.0,
+                wait: Any = None) -> float:
+        """Stop the broker and start it again on the same data directory and ports (the same
+        cluster id, topics, committed offsets and logs); returns the seconds it was down (from
+        the stop to the first metadata answer of the new process).
+
+        Args:
+            graceful: SIGTERM (controlled shutdown) then SIGKILL after ``stop_timeout_s``;
+                False: SIGKILL at once, as a crash.
+            down_s: seconds to stay down between the stop and the start.
+            wait: ``wait(seconds) -> bool`` used for ``down_s`` (True ends the wait early: the
+                run is stopping); default ``time.sleep``.
+
+        Raises:
+            BrokerError: not started, or the new process exited during startup.
+            ReadinessTimeout: the new process was not ready within ``startup_timeout_s``.
+        """
+        if self.process is None or self.home is None:
+            raise BrokerError("kafka: not started; nothing to restart")
+        stopped = time.monotonic()
+        self.process.stop(self.stop_timeout_s if graceful else 0, graceful=graceful)
+        if down_s > 0:
+            (wait or time.sleep)(down_s)
+        dist = artifacts.resolve()
+        self.process = ManagedProcess(
+            "kafka", self._broker_argv(dist, self.home / "server.properties"),
+            log_path=self.home / "logs" / "stdout.log").start()
+        self._wait_ready(time.monotonic())
+        return time.monotonic() - stopped
+
     # -- steps ---------------------------------------------------------------------------
     def _write_config(self) -> Path:
         assert self.home is not None

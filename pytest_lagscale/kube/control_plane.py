@@ -168,6 +168,10 @@ class ControlPlane(StartStop):
             self.tap = None
         return outcomes
 
+    def processes(self) -> list[tuple[str, Any]]:
+        """``(name, process)`` of every process started and not stopped, oldest first."""
+        return list(self._processes)
+
     @property
     def versions(self) -> dict[str, str]:
         """The pinned versions (``{"etcd": "v3.6.16", ...}``) for the benchmark JSON."""

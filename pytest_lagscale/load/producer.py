@@ -136,6 +136,10 @@ class ProduceResult:
     manifest: Manifest
 
 
+#: Seconds a stopped run's producer waits for acknowledgements before it purges the rest.
+INTERRUPTED_FLUSH_S = 5.0
+
+
 def produce_profile(profile: Profile, settings: ProduceSettings, *,
                     clock: Clock | None = None,
                     should_stop: Callable[[], bool] = lambda: False,
@@ -177,7 +181,10 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
         producer.purge()  # a crashed or killed run: drop what is queued, do not block
         producer.flush(1.0)
         raise
-    flush_s = _flush(producer, settings.flush_timeout_s)
+    # a stopped run (Ctrl-C, a part of the run died) waits a few seconds for acknowledgements,
+    # not the whole flush timeout: what is not acknowledged by then is purged and not counted
+    flush_s = _flush(producer, min(settings.flush_timeout_s, INTERRUPTED_FLUSH_S)
+                     if pacing.interrupted else settings.flush_timeout_s)
     if sink.queue_full_waits:
         log.warning("%s: the client queue was full %d times", profile.topic,
                     sink.queue_full_waits)

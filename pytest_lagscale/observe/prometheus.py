@@ -152,11 +152,26 @@ class PrometheusServer(StartStop):
         config = self.home / "prometheus.yml"
         config.write_text(render_config(self.file_sd_dir, self.scrape_interval_s,
                                         self.refresh_interval_s))
-        self.port = free_port()
+        self.port = self.port or free_port()
         self.process = ManagedProcess("prometheus", self._argv(config), log_path=self.log_path)
         self.process.start()
         self._wait_ready()
         return self
+
+    def restart(self, *, graceful: bool = True) -> float:
+        """Stop the server if it still runs and start it again on the same port and data
+        directory (the TSDB's WAL keeps what was scraped before); returns the seconds the
+        server took to be ready again.
+
+        Raises:
+            LagscaleError, ReadinessTimeout: as :meth:`start`.
+        """
+        started = time.monotonic()
+        if self.process is not None:
+            self.process.stop(self.stop_timeout_s if graceful else 0, graceful=graceful)
+            self.process = None
+        self.start()
+        return time.monotonic() - started
 
     def stop(self, timeout_s: float | None = None) -> None:
         """Stop the server (SIGTERM, grace, SIGKILL, reap). Idempotent."""

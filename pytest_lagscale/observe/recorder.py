@@ -22,6 +22,13 @@ column                    PromQL
 ``spark_connect_busy_ratio`` is ``max(spark_connect_server_busy_ratio)``: the run's own Spark
 Connect server's busy ratio (see :mod:`pytest_lagscale.spark_connect`), NaN in other runs.
 
+**Sample ages.** ``total_lag_age_s``, ``desired_replicas_age_s`` and ``ready_replicas_age_s``
+(:data:`AGE_COLUMNS`, float64) are ``time() - max(timestamp(<series>))`` at the bucket start:
+how old the newest sample of the gauge is. Prometheus answers an instant query with the last
+sample of the past 5 minutes, so a series that stopped being scraped (the lag exporter omits
+the lag when its read fails; Prometheus itself was down) keeps its last value; the age tells a
+fresh value from a stale one (:mod:`pytest_lagscale.analyze.staleness`).
+
 ``consumer_lag`` is ``sum(consumer_records_lag)``: the lag the consumers report themselves
 (each replica: its owned partitions' high watermark minus its position, docs/replica.md), summed
 over the replicas, beside ``total_lag`` (the committed-offset lag KEDA reads from the broker).
@@ -84,6 +91,12 @@ CONSUMER_COLUMNS: tuple[str, ...] = ("consumer_lag",)
 RATE_COLUMNS: tuple[str, ...] = ("consume_rate_per_s", "produce_rate_per_s", "cpu_busy_fraction")
 #: One PromQL query per timeline column except ``t_s``.
 QUERY_COLUMNS: tuple[str, ...] = GAUGE_COLUMNS + COUNT_COLUMNS + MACHINE_COLUMNS + CONSUMER_COLUMNS
+#: The age of each gauge's newest sample at the bucket start, seconds (float64; NaN: no sample
+#: in Prometheus's 5 minute lookback). A range query answers with the last sample it finds, so
+#: without these a broker that stopped answering or a Prometheus that was down would read as a
+#: flat line of the last value.
+AGE_COLUMNS: tuple[str, ...] = ("total_lag_age_s", "desired_replicas_age_s",
+                                "ready_replicas_age_s")
 
 RangeResult = list[dict[str, Any]]
 
@@ -103,6 +116,12 @@ def default_queries(group: str = "enrich") -> dict[str, str]:
         # Only when the run started its own Spark Connect server (NaN otherwise).
         "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
         "consumer_lag": "sum(consumer_records_lag)",
+        # how old each gauge's newest sample is (the timeline's sample ages)
+        "total_lag_age_s": ("time() - max(timestamp(kafka_consumergroup_lag_sum"
+                            f'{{consumergroup="{group}"}}))'),
+        "desired_replicas_age_s": ("time() - max(timestamp("
+                                   "kube_horizontalpodautoscaler_status_desired_replicas))"),
+        "ready_replicas_age_s": "time() - max(timestamp(replica_ready))",
     }
 
 
@@ -161,6 +180,11 @@ def timeline_from_results(results: Mapping[str, RangeResult], start_s: float, st
         offset = 1 if column in RATE_COLUMNS else 0
         values = pd.Series([by_step.get(k + offset, math.nan) for k in index], dtype="float64")
         table[column] = _fill(column, values)
+    for column in AGE_COLUMNS:  # recorded since the timeline carries sample ages
+        if column in results:
+            by_step = _steps_on_grid(results[column], start_s, step_s)
+            table[column] = pd.Series([by_step.get(k, math.nan) for k in index],
+                                      dtype="float64")
     return check_timeline(table)
 
 
@@ -194,7 +218,7 @@ class Recorder:
 
     def __init__(self, url: str, queries: Mapping[str, str] | None = None, *,
                  step_s: float = 1.0, client: Any = None):
-        unknown = sorted(set(queries or {}) - set(QUERY_COLUMNS))
+        unknown = sorted(set(queries or {}) - set(QUERY_COLUMNS + AGE_COLUMNS))
         if unknown:
             raise ConfigError(f"recorder: query columns {unknown!r} are unknown; allowed "
                               f"{list(QUERY_COLUMNS)!r}; rename them")
@@ -244,7 +268,7 @@ class Recorder:
         steps = int(math.floor((end_s - start_s) / self.step_s + 1e-9))
         grid_end = start_s + steps * self.step_s
         results = {column: self.query_range(self.queries[column], start_s, grid_end)
-                   for column in QUERY_COLUMNS}
+                   for column in QUERY_COLUMNS + AGE_COLUMNS}
         return timeline_from_results(results, start_s, steps, self.step_s)
 
     def record(self, run_dir: str | os.PathLike[str], start: datetime | float,

@@ -254,6 +254,12 @@ class KubernetesDeployment(StartStop):
         self._poller.start()
         return self
 
+    def watched_processes(self) -> list[tuple[str, Any]]:
+        """``(name, process)`` of the control plane's processes (etcd, kube-apiserver,
+        kube-controller-manager, the KEDA operator and adapter) for the run's part watch; none
+        on a ``--kubeconfig`` cluster."""
+        return self.control_plane.processes() if self.control_plane is not None else []
+
     def stop(self, timeout_s: float | None = None) -> None:
         """Stop the node agent (every replica within its grace period), then the control
         plane; on a ``--kubeconfig`` cluster delete the run's objects instead (failures are

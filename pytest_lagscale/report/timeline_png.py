@@ -12,11 +12,16 @@ from typing import Sequence
 
 import pandas as pd
 
+from ..analyze.staleness import stale_mask
 from ..analyze.steps import ScaleStep, scale_steps
 
 
-def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame) -> None:
-    lag_ax.plot(timeline["t_s"], timeline["total_lag"], color="tab:blue", label="total lag")
+def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame, max_lag_age_s: float | None = None) -> None:
+    lag = timeline["total_lag"].astype("float64")
+    stale = (stale_mask(timeline, max_lag_age_s) if max_lag_age_s is not None else None)
+    if stale is not None and stale.any():  # a value older than allowed is a gap, not a line
+        lag = lag.mask(stale)
+    lag_ax.plot(timeline["t_s"], lag, color="tab:blue", label="total lag")
     own = timeline["consumer_lag"] if "consumer_lag" in timeline else None
     if own is not None and own.notna().any():
         # gaps (no replica reported) stay gaps: unknown, not 0
@@ -48,6 +53,19 @@ def _mark(ax, spike: tuple[float, float] | None, steps: Sequence[ScaleStep]) -> 
                    linestyle="-" if step.direction == "up" else ":")
 
 
+def _mark_faults(axes: Sequence, faults: Sequence[tuple[float, float, str]],
+                 end_s: float) -> None:
+    """A grey band per fault (``(start_s, duration_s, name)``; an open fault runs to the end),
+    its name at the bottom of the first panel."""
+    for start_s, duration_s, name in faults:
+        end = start_s + max(duration_s, 0.5) if duration_s is not None else end_s
+        for ax in axes:
+            ax.axvspan(start_s, end, color="black", alpha=0.12, linewidth=0)
+        axes[0].annotate(name, xy=(start_s, 0.0), xycoords=("data", "axes fraction"),
+                         xytext=(2, 3), textcoords="offset points", rotation=90,
+                         va="bottom", ha="left", fontsize=8, color="dimgray")
+
+
 def _mark_actions(axes: Sequence, actions: Sequence[tuple[float, str]]) -> None:
     """A black dash-dot line per scheduled action, labelled at the top of the first panel."""
     for t_s, label in actions:
@@ -62,6 +80,8 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
                        spike: tuple[float, float] | None = None,
                        steps: Sequence[ScaleStep] | None = None,
                        actions: Sequence[tuple[float, str]] = (),
+                       faults: Sequence[tuple[float, float | None, str]] = (),
+                       max_lag_age_s: float | None = None,
                        title: str = "lagscale timeline") -> Path:
     """Draw the run's timeline and write it as a PNG.
 
@@ -70,7 +90,8 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
     their ``consumer_records_lag``) and group consume rate (records/s, right axis).
     Bottom panel: desired and ready replicas. Both share the time axis (seconds since run
     start); the spike window is shaded, each scale step is a vertical line (solid up,
-    dotted down) and each scheduled action a labelled dash-dot line.
+    dotted down), each scheduled action a labelled dash-dot line and each fault a grey band
+    with its name; lag older than ``max_lag_age_s`` is a gap in its line.
 
     Args:
         timeline: the timeline table (one row per 1 s step; see ``analyze.tables``).
@@ -79,6 +100,10 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
         steps: scale steps to mark; default ``scale_steps(timeline)``.
         actions: ``(t_s, label)`` of each scheduled action run (e.g. ``increase_partitions
             to=16``), seconds since run start.
+        faults: ``(start_s, duration_s, name)`` of each fault (None duration: to the end),
+            each a shaded band with its name.
+        max_lag_age_s: lag whose ``total_lag_age_s`` is above this (or missing) is drawn as a
+            gap; None draws every value (a timeline without sample ages).
         title: figure title.
 
     Returns:
@@ -92,12 +117,14 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
     steps = scale_steps(timeline) if steps is None else steps
     fig = Figure(figsize=(12, 7), dpi=110)
     lag_ax, rep_ax = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
-    _plot_lag_and_rate(lag_ax, timeline)
+    _plot_lag_and_rate(lag_ax, timeline, max_lag_age_s)
     _plot_replicas(rep_ax, timeline)
     for ax in (lag_ax, rep_ax):
         _mark(ax, spike, steps)
         ax.grid(alpha=0.3)
     _mark_actions((lag_ax, rep_ax), actions)
+    end_s = float(timeline["t_s"].iloc[-1]) + 1.0 if len(timeline) else 0.0
+    _mark_faults((lag_ax, rep_ax), faults, end_s)
     rep_ax.legend(loc="upper left")
     rep_ax.set_xlabel("time since run start (s)")
     fig.suptitle(title)

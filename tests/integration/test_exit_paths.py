@@ -283,3 +283,42 @@ def test_run_directory_and_run_id_lines_are_whole_on_a_terminal(tmp_path, rid) -
         assert_run_gone(rid, GONE_WITHIN_S)
     finally:
         subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, timeout=10)
+
+
+#: A run whose broker dies must end within this many seconds of the death.
+PART_DEATH_END_S = 30.0
+
+
+def test_a_killed_broker_ends_the_run_within_30_s_with_exit_1_naming_it(tmp_path, rid) -> None:
+    """The embedded broker SIGKILLed mid-spike cannot come back: the run ends with exit 1, one
+    error line naming the broker, how it ended and its log tail, no process of the run left, and
+    what was recorded up to then analysed in a benchmark.json marked incomplete. Before the
+    part watch, such a run went on through its load and settle phases for 650 s and exited 0."""
+    harness = start_harness(tmp_path, rid)
+    log = tmp_path / "harness.log"
+    try:
+        wait_scaled_out(harness, rid, log)
+        brokers = [pid for pid, cmd in run_processes(rid).items() if "kafka.Kafka" in cmd]
+        assert len(brokers) == 1, _describe(run_processes(rid))
+        killed = time.monotonic()
+        os.killpg(brokers[0], signal.SIGKILL)
+        code = harness.wait(PART_DEATH_END_S + 30)
+        ended_s = time.monotonic() - killed
+        output = log.read_text(errors="replace")
+        assert code == 1, f"exit {code}:\n{_tail(log)}"
+        assert ended_s <= PART_DEATH_END_S, f"ended {ended_s:.1f} s after the kill:\n{_tail(log)}"
+        errors = [line for line in output.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and "kafka killed by SIGKILL" in errors[0], errors
+        assert "marked incomplete" in errors[0], errors[0]
+        assert_run_gone(rid, GONE_WITHIN_S)
+        (benchmark,) = (tmp_path / "runs").glob("*/benchmark.json")
+        import json
+
+        doc = json.loads(benchmark.read_text())
+        assert doc["incomplete"].startswith("kafka killed by SIGKILL")
+        assert doc["settled"] is None and any(f["name"] == "part_died" for f in doc["faults"])
+        print(f"run ended {ended_s:.1f} s after the broker's kill: {errors[0][:200]}")
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()

@@ -3,7 +3,10 @@
 A profile lists them (``actions: [{at_s: 120, action: increase_partitions, to: 16}]``) and a
 test may add more through ``lagscale_run(actions=...)``. Each runs on the runner's clock, is
 written to ``runner.events.jsonl`` as an ``action`` event (or ``action_failed``) and is marked on
-the timeline PNG. A new action is one module plus one line in :data:`ACTIONS`.
+the timeline PNG. A new action is one module plus one line in :data:`ACTIONS`. An action with
+the class attribute ``fault = True`` injects a failure: its event carries ``fault_s`` (how long
+the failure lasted), the run lists it under ``faults`` in ``benchmark.json`` and the timeline
+shades its window.
 """
 
 from __future__ import annotations
@@ -14,8 +17,13 @@ from typing import Any, Iterable
 
 from ...errors import ConfigError
 from .base import ActionContext, PlanFacts, ScheduledAction
+from .hang_replica import HangReplica
 from .increase_partitions import IncreasePartitions
+from .kill_prometheus import KillPrometheus
 from .kill_replica import KillReplica
+from .pause_broker import PauseBroker
+from .restart_broker import RestartBroker
+from .restart_prometheus import RestartPrometheus
 from .rolling_restart import RollingRestart
 from .switch_policy import SwitchPolicy
 
@@ -25,6 +33,12 @@ ACTIONS: dict[str, type] = {
     KillReplica.name: KillReplica,
     RollingRestart.name: RollingRestart,
     SwitchPolicy.name: SwitchPolicy,
+    # faults: each injects one failure for a time (``fault_s`` in its event)
+    PauseBroker.name: PauseBroker,
+    RestartBroker.name: RestartBroker,
+    KillPrometheus.name: KillPrometheus,
+    RestartPrometheus.name: RestartPrometheus,
+    HangReplica.name: HangReplica,
 }
 
 
@@ -120,7 +134,8 @@ class ActionScheduler:
         """Run one action now and write its event."""
         base = {"action": item.action.name, "label": item.action.label(),
                 "scheduled_s": item.at_s,
-                "started_s": round(self.clock.now() - self.start_s, 3)}
+                "started_s": round(self.clock.now() - self.start_s, 3),
+                **({"fault": True} if getattr(item.action, "fault", False) else {})}
         try:
             fields = item.action.run(self.context)
         except Exception as exc:  # recorded, and raised by the runner after the load

@@ -39,6 +39,9 @@ class ActionContext:
         stopping: set when the scheduler stops (the load ended, or the run is stopping); an
             action that takes long waits on it and returns what it did so far.
         events: the runner's event log, for an action's own events (set by the scheduler).
+        prometheus: the run's :class:`~pytest_lagscale.observe.prometheus.PrometheusServer`.
+        watch: the run's :class:`~pytest_lagscale.experiment.watch.PartWatch` (an action that
+            stops a part on purpose says so through ``watch.expected_down(name)``).
     """
 
     admin: Any
@@ -51,6 +54,8 @@ class ActionContext:
     now_s: Callable[[], float]
     stopping: threading.Event = field(default_factory=threading.Event)
     events: Any = None
+    prometheus: Any = None
+    watch: Any = None
 
 
 @runtime_checkable
@@ -115,3 +120,45 @@ def unknown_params(params: Mapping[str, Any], allowed: tuple[str, ...], where: s
     return [f"{where}.{key}: {value!r} is not a parameter of this action; allowed: "
             f"{', '.join(allowed) or 'none'}; remove it" for key, value in params.items()
             if key not in allowed]
+
+
+#: The longest fault an action may inject, seconds.
+MAX_FAULT_S = 3600.0
+
+
+def check_duration(params: Mapping[str, Any], where: str, key: str = "duration_s",
+                   default: float | None = None, lo: float = 0.1) -> list[str]:
+    """One problem line when ``params[key]`` is not a number in [``lo``, :data:`MAX_FAULT_S`]
+    seconds (missing: fine when ``default`` is given)."""
+    value = params.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not lo <= value <= MAX_FAULT_S:
+        return [f"{where}.{key}: {value!r} is not allowed; allowed: a number of seconds in "
+                f"[{lo:g}, {MAX_FAULT_S:g}]; set '{key}'"]
+    return []
+
+
+def hold_stopped(process: Any, duration_s: float, stopping: threading.Event) -> float:
+    """SIGSTOP ``process``'s group, wait ``duration_s`` (less when the run stops), SIGCONT it
+    whatever happens; returns the seconds it was stopped. A fault action's body."""
+    import signal
+    import time
+
+    started = time.monotonic()
+    process.signal(signal.SIGSTOP)
+    try:
+        stopping.wait(duration_s)
+    finally:
+        process.signal(signal.SIGCONT)
+    return round(time.monotonic() - started, 3)
+
+
+def broker_process(ctx: "ActionContext", action: str) -> Any:
+    """The run's embedded broker's process, or a ConfigError naming ``action``."""
+    from ...errors import ConfigError
+
+    process = getattr(ctx.cluster, "process", None)
+    if process is None or not hasattr(ctx.cluster, "restart"):
+        raise ConfigError(f"{action}: needs the run's own embedded broker (--kafka embedded); "
+                          f"this run's broker is {getattr(ctx.cluster, 'kind', 'not embedded')}")
+    return process

@@ -126,7 +126,7 @@ def test_scheduler_runs_each_action_on_time_and_records_failures() -> None:
     assert 0.2 <= started_s < 1.0
     assert events.lines[0][1] == {"action": "kill_replica", "label": "kill_replica newest SIGKILL",
                                   "scheduled_s": 0.2, "replica_id": "replica-0002",
-                                  "signal": "SIGKILL"}
+                                  "signal": "SIGKILL", "fault": True, "fault_s": 0.0}
     assert scheduler.errors == ["increase_partitions to=9 at 0.3 s: RuntimeError: broker gone"]
     assert KillReplica().label() == "kill_replica newest SIGKILL"
 
@@ -303,3 +303,81 @@ def test_a_rolling_restart_runs_beside_later_actions_and_the_scheduler_stop_inte
     assert (restart["action"], restart["interrupted"], restart["replicas"]) == (
         "rolling_restart", True, [])
     assert [name for name, _ in events.lines][-1] == "action"
+
+
+# -- faults -------------------------------------------------------------------------------------
+#: Bad fault parameters tried, each with the line it must give (field, value, allowed range).
+BAD_FAULT_PARAMS = [
+    ("pause_broker", {"duration_s": 0}, "actions[0].duration_s: 0 is not allowed; allowed: a "
+     "number of seconds in [0.1, 3600]"),
+    ("pause_broker", {"duration_s": -5}, "actions[0].duration_s: -5 is not allowed"),
+    ("pause_broker", {"duration_s": "20"}, "actions[0].duration_s: '20' is not allowed"),
+    ("pause_broker", {"duration_s": True}, "actions[0].duration_s: True is not allowed"),
+    ("pause_broker", {"duration_s": 1e12}, "actions[0].duration_s: 1000000000000.0 is not "
+     "allowed"),
+    ("pause_broker", {"seconds": 20}, "actions[0].seconds: 20 is not a parameter of this "
+     "action; allowed: duration_s"),
+    ("hang_replica", {"replica": "pod-1"}, "actions[0].replica: 'pod-1' is not allowed; "
+     "allowed: newest, oldest or a replica id"),
+    ("hang_replica", {"duration_s": None}, "actions[0].duration_s: None is not allowed"),
+    ("restart_broker", {"graceful": "yes"}, "actions[0].graceful: 'yes' is not allowed; "
+     "allowed: true (SIGTERM) or false (SIGKILL)"),
+    ("restart_broker", {"down_s": -1}, "actions[0].down_s: -1 is not allowed; allowed: a number "
+     "of seconds in [0, 3600]"),
+    ("kill_prometheus", {"signal": "SIGTERM"}, "actions[0].signal: 'SIGTERM' is not a "
+     "parameter of this action; allowed: none"),
+    ("restart_prometheus", {"at": 3}, "actions[0].at: 3 is not a parameter of this action"),
+]
+
+
+@pytest.mark.parametrize("action,params,line", BAD_FAULT_PARAMS,
+                         ids=[f"{a}-{'-'.join(p)}" for a, p, _ in BAD_FAULT_PARAMS])
+def test_fault_parameters_are_checked_when_the_run_is_planned(action, params, line) -> None:
+    with pytest.raises(ConfigError) as error:
+        plan_actions([ActionSpec(90, action, params)], PlanFacts(partitions=8))
+    assert any(problem.startswith(line) for problem in error.value.problems), error.value.problems
+
+
+def test_each_fault_is_registered_with_its_defaults_and_marked_as_a_fault() -> None:
+    from pytest_lagscale.experiment.actions import ACTIONS
+
+    specs = [ActionSpec(90, name, {}) for name in ("pause_broker", "restart_broker",
+                                                   "kill_prometheus", "restart_prometheus",
+                                                   "hang_replica", "kill_replica")]
+    planned = plan_actions(specs, PlanFacts(partitions=8))
+    assert [p.action.label() for p in planned] == [
+        "pause_broker 20 s", "restart_broker", "kill_prometheus", "restart_prometheus",
+        "hang_replica newest 20 s", "kill_replica newest SIGKILL"]
+    assert all(getattr(ACTIONS[s.action], "fault", False) for s in specs)
+    assert not getattr(ACTIONS["increase_partitions"], "fault", False)
+
+
+def test_a_broker_fault_on_a_cluster_that_is_not_the_runs_own_broker_says_so() -> None:
+    from pytest_lagscale.experiment.actions.pause_broker import PauseBroker
+
+    class _External:
+        kind = "external"
+
+    context = ActionContext(None, "events", "enrich", None, None, _External(), lambda r: None,
+                            lambda: 0.0)
+    with pytest.raises(ConfigError, match="needs the run's own embedded broker.*external"):
+        PauseBroker(1.0).run(context)
+
+
+def test_a_paused_process_is_continued_when_the_run_stops_early(tmp_path) -> None:
+    """hold_stopped: SIGSTOP, then SIGCONT on the stop event, not only after the duration."""
+    import subprocess
+
+    from pytest_lagscale.experiment.actions.base import hold_stopped
+    from pytest_lagscale.process import ManagedProcess
+
+    process = ManagedProcess("sleeper", ["sleep", "30"], log_path=tmp_path / "s.log").start()
+    stopping = threading.Event()
+    timer = threading.Timer(0.3, stopping.set)
+    timer.start()
+    held_s = hold_stopped(process, 20.0, stopping)
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(process.pid)], capture_output=True,
+                           text=True).stdout.strip()
+    process.stop(0)
+    assert 0.2 <= held_s < 5.0
+    assert not state.startswith("T"), state  # running (or sleeping) again, not stopped

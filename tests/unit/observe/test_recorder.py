@@ -11,7 +11,7 @@ import pytest
 from pytest_lagscale.analyze.tables import TIMELINE_COLUMNS
 from pytest_lagscale.errors import ConfigError
 from pytest_lagscale.eventlog import EventLog, read_events
-from pytest_lagscale.observe.recorder import (CONSUMER_COLUMNS, MACHINE_COLUMNS, QUERY_COLUMNS, Recorder,
+from pytest_lagscale.observe.recorder import (AGE_COLUMNS, CONSUMER_COLUMNS, MACHINE_COLUMNS, QUERY_COLUMNS, Recorder,
                                               default_queries, merge_event_logs,
                                               timeline_from_results)
 
@@ -91,12 +91,12 @@ def test_recorder_queries_each_column_on_the_exact_grid_and_saves_parquet_and_cs
     recorder = Recorder("http://unused", client=client)
     table = recorder.record(tmp_path, start=START_S, end=START_S + 2.9)
     assert table["total_lag"].tolist() == [5, 7]  # the partial third bucket is dropped
-    assert [c[0] for c in client.calls] == [queries[c] for c in QUERY_COLUMNS]
+    assert [c[0] for c in client.calls] == [queries[c] for c in QUERY_COLUMNS + AGE_COLUMNS]
     assert {(c[1], c[2]["start"], c[2]["end"]) for c in client.calls} == {
         ("1", "1700000000.500", "1700000002.500")}
     assert pd.read_parquet(tmp_path / "timeline.parquet").equals(table)
     assert (tmp_path / "timeline.csv").read_text().splitlines()[0] == ",".join(
-        [*TIMELINE_COLUMNS, *MACHINE_COLUMNS, *CONSUMER_COLUMNS])
+        [*TIMELINE_COLUMNS, *MACHINE_COLUMNS, *CONSUMER_COLUMNS, *AGE_COLUMNS])
 
 
 def test_default_queries_are_the_documented_promql() -> None:
@@ -112,7 +112,22 @@ def test_default_queries_are_the_documented_promql() -> None:
                               "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
         "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
         "consumer_lag": "sum(consumer_records_lag)",
+        "total_lag_age_s": ('time() - max(timestamp(kafka_consumergroup_lag_sum'
+                            '{consumergroup="enrich"}))'),
+        "desired_replicas_age_s": ("time() - max(timestamp("
+                                   "kube_horizontalpodautoscaler_status_desired_replicas))"),
+        "ready_replicas_age_s": "time() - max(timestamp(replica_ready))",
     }
+
+
+def test_sample_ages_are_kept_as_recorded_and_missing_where_no_sample() -> None:
+    """The lag forward-fills across a gap, so its age column is what tells the gap: the ages
+    come through unfilled (NaN where Prometheus had no sample at all)."""
+    results = _results(total_lag=[_series({0: "900"})])
+    results["total_lag_age_s"] = [_series({0: "0.4", 1: "1.4", 2: "2.4"})]
+    table = timeline_from_results(results, START_S, steps=4)
+    assert table["total_lag"].tolist() == [900, 900, 900, 900]
+    assert table["total_lag_age_s"].fillna(-1).tolist() == [0.4, 1.4, 2.4, -1]
 
 
 def test_consumer_lag_is_summed_over_replicas_and_unknown_where_none_reported() -> None:
