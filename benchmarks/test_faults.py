@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from pytest_lagscale.analyze.duplicates import by_window, duplicate_times
+from pytest_lagscale.contract.rundir import RunDir
 from pytest_lagscale.load.profiles import ActionSpec
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.integration, pytest.mark.xdist_group("faults")]
@@ -78,6 +80,19 @@ def _settle_phase_s(result: Any) -> float | None:
     return round(times["record"] - times["settle"], 1)
 
 
+def _duplicates_by_window(result: Any) -> dict[str, int]:
+    """The run's duplicate writes by fault window (``analyze.duplicates``): from each fault's
+    start to 60 s after its end, ``outside`` for the rest."""
+    events = result.events
+    origin_s = float(events["monotonic_s"].iloc[0] - events["t_s"].iloc[0])
+    layout = RunDir(result.run_dir)
+    times = duplicate_times(layout.store, layout.merge_events(), origin_s)
+    windows = [(f["name"], f["start_s"], None if f["duration_s"] is None
+                else f["start_s"] + f["duration_s"])
+               for f in result.world["faults"] if f["name"] != "lag_unread"]
+    return by_window(times, windows)
+
+
 def _figures(result: Any, reference: Any, name: str) -> dict[str, Any]:
     rec, ref = result.reconciliation, reference.reconciliation
     injected = [f for f in result.world["faults"] if f["kind"] == "injected"]
@@ -89,6 +104,7 @@ def _figures(result: Any, reference: Any, name: str) -> dict[str, Any]:
         "lost": None if rec is None else rec.lost_total,
         "duplicated": None if rec is None else rec.duplicated_total,
         "duplicated_without_fault": None if ref is None else ref.duplicated_total,
+        "duplicated_by_window": _duplicates_by_window(result),
         "lag_unread_s": result.world["lag_unread_s"],
         "lag_unread_longest_s": result.world["lag_unread_longest_s"],
         "lag_read_again_s": injected[0]["lag_read_again_s"] if injected else None,

@@ -413,10 +413,37 @@ def check_run_options(values: dict[str, Any]) -> list[str]:
     if baseline and not Path(baseline).exists():
         problems.append(f"--lagscale-baseline: {str(baseline)!r} does not exist; give a "
                         "benchmark JSON file or a directory of <run label>.json files")
-    if Path(out).exists() and not Path(out).is_dir():
-        problems.append(f"--lagscale-out: {str(out)!r} is a file, not a directory; give a "
-                        "directory (created when missing)")
+    problem = out_dir_problem(Path(out), "--lagscale-out")
+    if problem:
+        problems.append(problem)
     return problems
+
+
+def out_dir_problem(out: Path, option: str) -> str | None:
+    """Why runs cannot be written under ``out`` (one line naming ``option`` and the path), or
+    None. ``out`` may be missing (it is created): its nearest existing ancestor must be a
+    directory this process can create files in, tried with a temporary file that is removed at
+    once, so nothing is left behind (a read-only file system, ``/proc``, a path under a file)."""
+    import os
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        return (f"{option}: {str(out)!r} is a file, not a directory; give a directory (created "
+                "when missing)")
+    parent = out
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return (f"{option}: {str(out)!r} is under the file {str(parent)!r}; give a directory "
+                "(created when missing)")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".lagscale-probe-", dir=parent)
+    except OSError as exc:
+        return (f"{option}: {str(out)!r} cannot be written ({exc.strerror} in {str(parent)!r}); "
+                "give a writable directory")
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def settings_from_options(values: dict[str, Any], **fields: Any) -> Any:

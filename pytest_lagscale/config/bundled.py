@@ -64,6 +64,19 @@ def profile_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in data_path("profiles").glob("*.yaml") if p.is_file()))
 
 
+def _is_file(value: str, option: str) -> bool:
+    """``Path(value).is_file()``, with a path the system cannot look up (too long, a NUL byte)
+    a ConfigError naming ``option`` rather than an OSError."""
+    try:
+        return Path(value).is_file()
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        shown = value if len(value) <= 80 else f"{value[:40]}...{value[-20:]}"
+        raise ConfigError(f"'{option}': {shown!r} ({len(value)} characters) cannot be looked up "
+                          f"({why}); allowed: a path of at most 4096 characters, each name at "
+                          "most 255; give a shorter path") from None
+
+
 def resolve_profile(value: str, scale: str | None = None) -> Path:
     """Turn a ``--profile`` value into a profile file.
 
@@ -84,7 +97,7 @@ def resolve_profile(value: str, scale: str | None = None) -> Path:
     """
     if scale is not None and scale not in SCALES:
         raise _scale_error(scale)
-    if Path(value).is_file():
+    if _is_file(value, "--profile"):
         return Path(value)
     names = profile_names()
     if scale == "ci" and f"{value}-ci" in names:
@@ -136,7 +149,7 @@ def resolve_manifest(value: str, option: str) -> Path:
         ConfigError: neither an existing file nor a bundled name; the message names ``option``,
             the value and the bundled names.
     """
-    if Path(value).is_file():
+    if _is_file(value, option):
         return Path(value)
     stem, names = _stem(value), manifest_names()
     if stem in names:

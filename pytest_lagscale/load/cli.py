@@ -122,7 +122,10 @@ def check_out_dir(value: Path | None) -> list[str]:
     if not value.exists() and parent is not None and not parent.is_dir():
         return [f"'--out': {str(value)!r} lies under the file {str(parent)!r}; allowed: a "
                 f"directory (created if missing); source: command line; choose another path"]
-    return []
+    from ..options import out_dir_problem  # a read-only place: one line, before any write
+
+    problem = out_dir_problem(value, "'--out'")
+    return [problem] if problem else []
 
 
 def default_out_dir(now: dt.datetime | None = None) -> Path:

@@ -205,6 +205,14 @@ class Checker:
         if isinstance(value, bool) or not isinstance(value, ok_types):
             expected = "an integer" if spec.integer else "a number"
             how = "instead of a YAML boolean" if isinstance(value, bool) else "without quotes"
+            read = _exponent_number(value)
+            if read is not None:  # YAML 1.1 (PyYAML) reads 1e12 as text: say so, with the range
+                in_range = "within range" if spec.contains(read) else "out of range anyway"
+                self.add(path, f"{value} is text to YAML 1.1 (an exponent needs a dot and a "
+                         f"sign: {read:.1e}), and {read:g} is {in_range}", spec.allowed(),
+                         f"write {expected} such as {read:.1e}" if spec.contains(read)
+                         else _range_fix(spec, read))
+                return None
             self.add(path, f"{value!r} is a {type(value).__name__}, not {expected}",
                      spec.allowed(), f"write {expected} {how}")
             return None
@@ -275,3 +283,15 @@ def nearest(word: str, valid: list[str]) -> str | None:
         return prefixed[0]
     hits = difflib.get_close_matches(word, valid, n=1, cutoff=0.6)
     return hits[0] if hits else None
+
+
+def _exponent_number(value: Any) -> float | None:
+    """The number a string such as ``1e12`` would be (YAML 1.1 reads exponents without a dot
+    or sign as text), or None for any other value."""
+    if not isinstance(value, str) or not any(c in value for c in "eE"):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if number == number and abs(number) != float("inf") else None
