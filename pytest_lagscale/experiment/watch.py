@@ -46,6 +46,7 @@ class _Part:
     process: Callable[[], Any]
     restart: Callable[[], None] | None
     down: int = 0  # expected_down() nesting
+    seen_alive_s: float | None = None  # the last look that found it running
 
 
 class PartWatch:
@@ -59,7 +60,8 @@ class PartWatch:
     Attributes:
         failure: the :class:`PartDied` of the first part that died for good, else None.
         outages: ``[{"part", "start_s", "duration_s", "exit"}]`` for every outage seen (clock
-            seconds; duration None while it lasts or when the part never came back).
+            seconds, from the last look that found the part running, so an upper bound by at
+            most :data:`WATCH_PERIOD_S`; duration None when the part never came back).
     """
 
     def __init__(self, events: Any, now_s: Callable[[], float] = time.monotonic):
@@ -122,7 +124,10 @@ class PartWatch:
         for part in parts:
             process = part.process()
             code = None if process is None else process.poll()
-            if code is None or self._stop.is_set():
+            if code is None:
+                part.seen_alive_s = self.now_s()
+                continue
+            if self._stop.is_set():
                 continue
             with self._lock:
                 if part.down:
@@ -130,7 +135,8 @@ class PartWatch:
             self._exited(part, process, code)
 
     def _exited(self, part: _Part, process: Any, code: int) -> None:
-        start_s = self.now_s()
+        # it died after the last look that found it running: the outage counts from there
+        start_s = self.now_s() if part.seen_alive_s is None else part.seen_alive_s
         how = describe_exit(code)
         tail = list(process.tail(TAIL_LINES)) if hasattr(process, "tail") else []
         outage: dict[str, Any] = {"part": part.name, "start_s": start_s, "duration_s": None,
