@@ -18,7 +18,10 @@ fields. Events, in the order a replica's life produces them:
   flight: messages, messages_done, committed offsets), ``drained`` (pending_offsets),
   ``commit_settled`` (only when the drain's commit failed: committed, waited_s, discarded,
   pending_offsets), ``closed`` (left_group, static_member), ``exited`` (code);
-* problems: ``error`` (where, error) and ``drain_timeout`` (timeout_s, code).
+* problems: ``error`` (where, error) and ``drain_timeout`` (timeout_s, code);
+  ``liveness_failed`` (reason, since_healthy_s, session_timeout_s, cgrp: the last statistics'
+  group state) when ``/healthz`` turns 503, ``liveness_recovered`` (failed_for_s, via) when it
+  turns 200 again (:mod:`spark_consumer.liveness`).
 
 Every line is also written to stderr, so the process log carries the same story.
 """

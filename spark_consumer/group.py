@@ -30,6 +30,15 @@ from .metrics import ReplicaMetrics
 from .options import ConsumerOptions
 
 QUEUED_MAX_KBYTES = 4096
+DEFAULT_SESSION_TIMEOUT_S = 10.0
+"""``session.timeout.ms`` of classic groups without ``--session-timeout`` (seconds)."""
+
+
+def session_timeout_s(opts: ConsumerOptions) -> float:
+    """The member's session timeout in seconds: ``--session-timeout``, else
+    :data:`DEFAULT_SESSION_TIMEOUT_S` (also for KIP-848 members, whose real timeout is the
+    broker's ``group.consumer.session.timeout.ms``; the liveness rule uses this one)."""
+    return float(opts.session_timeout_s or DEFAULT_SESSION_TIMEOUT_S)
 
 
 def consumer_config(opts: ConsumerOptions) -> dict[str, Any]:
@@ -73,7 +82,7 @@ def _protocol_config(opts: ConsumerOptions) -> dict[str, Any]:
     if opts.balancer == "consumer":
         return {"group.protocol": "consumer",
                 "group.remote.assignor": opts.remote_assignor or "uniform"}
-    session_ms = int((opts.session_timeout_s or 10.0) * 1000)
+    session_ms = int(session_timeout_s(opts) * 1000)
     # A member notices a rebalance at its next heartbeat: keep it at 1 s or less.
     return {"partition.assignment.strategy": opts.balancer, "session.timeout.ms": session_ms,
             "heartbeat.interval.ms": max(100, min(1000, session_ms // 3))}

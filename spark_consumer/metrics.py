@@ -1,4 +1,4 @@
-"""The replica's Prometheus metrics (own registry) and its /metrics + /ready HTTP server.
+"""The replica's Prometheus metrics (own registry) and its /metrics, /ready, /healthz server.
 
 Series (no name prefix; the scrape target identifies the replica):
 
@@ -18,7 +18,8 @@ Series (no name prefix; the scrape target identifies the replica):
   ``consumer_records_lag_sample_seconds`` — the replica's own view of its lag, read by the poll
   thread between batches into :class:`spark_consumer.lag.ConsumerLagCollector` (registered by
   the replica).
-* ``replica_ready`` (0/1) and ``replica_info{replica_id,engine,balancer,group,topic,commit,
+* ``replica_ready`` (0/1), ``replica_live`` (0/1: ``GET /healthz`` answers 200, see
+  :mod:`spark_consumer.liveness`) and ``replica_info{replica_id,engine,balancer,group,topic,commit,
   instance_id}``.
 """
 
@@ -110,6 +111,9 @@ class ReplicaMetrics:
         self._batch_series(r)
         self.ready = Gauge("replica_ready", "1 while GET /ready answers 200: engine up, "
                            "first assignment received, not draining", registry=r)
+        self.live = Gauge("replica_live", "1 while GET /healthz answers 200: the group session "
+                          "was healthy within the session timeout (or starting, draining, in a "
+                          "batch)", registry=r)
         self.info = Info("replica", "Static facts about this replica", registry=r)
 
     def _batch_series(self, r: CollectorRegistry) -> None:
@@ -141,19 +145,23 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 class MetricsServer:
-    """``GET /metrics`` (Prometheus text), ``GET /ready`` (200 or 503) and ``GET /healthz``.
+    """``GET /metrics`` (Prometheus text), ``GET /ready`` and ``GET /healthz`` (200 or 503,
+    the reason as a one-line body).
 
     Args:
         metrics: the replica's metrics.
         is_ready: returns (ready, reason) for ``/ready``.
         host: bind address (default loopback).
         port: TCP port, 0 = ephemeral; the bound port is :attr:`port` after :meth:`start`.
+        is_live: returns (live, reason) for ``/healthz``; None: always 200 ``ok``.
     """
 
     def __init__(self, metrics: ReplicaMetrics, is_ready: Callable[[], tuple[bool, str]],
-                 host: str = "127.0.0.1", port: int = 0):
+                 host: str = "127.0.0.1", port: int = 0,
+                 is_live: Callable[[], tuple[bool, str]] | None = None):
         self._metrics_app = make_wsgi_app(metrics.registry)
         self._is_ready = is_ready
+        self._is_live = is_live or (lambda: (True, "ok"))
         self._host, self._port = host, port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -184,13 +192,10 @@ class MetricsServer:
         path = environ.get("PATH_INFO", "/")
         if path == "/metrics":
             return self._metrics_app(environ, start_response)
-        if path == "/ready":
-            ready, reason = self._is_ready()
-            status = "200 OK" if ready else "503 Service Unavailable"
+        if path in ("/ready", "/healthz"):
+            ok, reason = (self._is_ready if path == "/ready" else self._is_live)()
+            status = "200 OK" if ok else "503 Service Unavailable"
             start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
             return [(reason + "\n").encode()]
-        if path == "/healthz":
-            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
-            return [b"ok\n"]
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
         return [b"not found; try /metrics, /ready or /healthz\n"]

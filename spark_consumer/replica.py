@@ -11,6 +11,11 @@ temporary leave (epoch -2) — a restart within the timeout gets the same partit
 a rebalance. The engine stops last; exit code 0. If the watchdog fires first, the replica exits
 1 at once (``drain_timeout`` event); whatever was processed and not committed is reprocessed by
 the next owner, as after SIGKILL.
+
+Liveness. ``GET /healthz`` and ``replica_live`` say whether the group session still works
+(:mod:`spark_consumer.liveness`): 503 once a joined replica went longer than its session timeout
+without a healthy group moment (librdkafka's statistics, an assignment, a batch), so a
+livenessProbe restarts a replica whose session broke for good.
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ from .group import (
     RebalanceHandler,
     consumer_config,
     describe_members,
+    session_timeout_s,
 )
 from .lag import ConsumerLagCollector
+from .liveness import STATS_INTERVAL_MS, GroupLiveness
 from .metrics import MetricsServer, ReplicaMetrics
 from .options import ConsumerOptions
 from .pipeline import BatchProcessor, WriteSimulator
@@ -86,11 +93,14 @@ class Replica:
         # consumer_records_lag{topic,partition}: read by the poll thread between batches (1/s).
         self.lag = ConsumerLagCollector(self.opts.topic, self._owned)
         parts.metrics.registry.register(self.lag)
+        self.group_liveness = GroupLiveness(session_timeout_s(self.opts), parts.clock,
+                                            parts.events, self.opts.replica_id)
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
-                                    self.opts.metrics_port)
+                                    self.opts.metrics_port, is_live=self.liveness)
         # Read at scrape time: the gauge is never set, so the signal handler takes no
         # metric lock (a non-reentrant lock the interrupted main thread might hold).
         parts.metrics.ready.set_function(lambda: float(self.readiness()[0]))
+        parts.metrics.live.set_function(lambda: float(self.liveness()[0]))
 
     # -- signals and readiness -------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -122,6 +132,19 @@ class Replica:
         if self.stop_requested.is_set():
             return False, f"{self.opts.replica_id}: draining"
         return True, f"{self.opts.replica_id}: ready"
+
+    def liveness(self) -> tuple[bool, str]:
+        """(live, reason) for ``GET /healthz`` (:mod:`spark_consumer.liveness`): live while
+        starting, before the first assignment and while draining; afterwards, not live once the
+        group went longer than the session timeout without a healthy moment."""
+        exempt = None
+        if not self._engine_ready:
+            exempt = f"engine {self.opts.engine} starting"
+        elif self.handler is None or not self.handler.joined:
+            exempt = "waiting for the first assignment"
+        elif self.stop_requested.is_set():
+            exempt = "draining"
+        return self.group_liveness.check(exempt)
 
     # -- life ------------------------------------------------------------------------------
     def run(self) -> int:
@@ -174,11 +197,13 @@ class Replica:
 
     def _consume(self) -> int:
         ev, m = self.p.events, self.p.metrics
-        conf = {**consumer_config(self.opts), "error_cb": self._on_kafka_error}
+        conf = {**consumer_config(self.opts), "error_cb": self._on_kafka_error,
+                "statistics.interval.ms": STATS_INTERVAL_MS,
+                "stats_cb": self.group_liveness.on_stats}
         consumer = self.p.make_consumer(conf)
         committer = OffsetCommitter(consumer, self.opts.topic, self.opts.commit, m, ev)
         self.handler = RebalanceHandler(committer, m, ev, self.p.clock, self._on_joined)
-        consumer.subscribe([self.opts.topic], on_assign=self.handler.on_assign,
+        consumer.subscribe([self.opts.topic], on_assign=self._on_assign,
                            on_revoke=self.handler.on_revoke, on_lost=self.handler.on_lost)
         ev.emit("subscribed", topic=self.opts.topic, group=self.opts.group)
         processor = BatchProcessor(
@@ -205,6 +230,7 @@ class Replica:
                     self.handler.mark_joined(via="describe_group")
             if batch is not None and not self._run_batch(batch, processor, committer):
                 return EXIT_FAILED
+            self.liveness()  # liveness_failed is written even when nothing probes /healthz
             self.lag.refresh(consumer, self.p.clock.now())  # between batches, at most 1/s
             if batch is None and committer.pending and self.p.clock.now() >= retry_at_s:
                 # A commit that failed in a rebalance (ILLEGAL_GENERATION) of partitions this
@@ -220,17 +246,16 @@ class Replica:
     def _run_batch(self, batch: MicroBatch, processor: BatchProcessor,
                    committer: OffsetCommitter) -> bool:
         """Process and commit one batch; False when the engine or the store failed."""
-        m, clock = self.p.metrics, self.p.clock
+        m = self.p.metrics
         m.inflight.set(len(batch.messages))
+        # The poll thread serves no statistics callback until the batch is committed.
+        self.group_liveness.batch_started()
         try:
-            outcome = processor.process(batch.messages, self.stop_requested.is_set)
-        except Exception as exc:  # engine or store failure: stop without committing
-            self.p.events.emit("error", where="batch", error=repr(exc))
-            m.inflight.set(0)
+            outcome, commit_s = self._process_and_commit(batch, processor, committer)
+        finally:
+            self.group_liveness.batch_finished()
+        if outcome is None:
             return False
-        t0 = clock.now()
-        committer.commit(outcome.offsets, outcome.records_done)
-        commit_s = clock.now() - t0
         m.batch_commit.observe(commit_s)
         m.inflight.set(0)
         if self.opts.log_batches:
@@ -244,6 +269,19 @@ class Replica:
                                messages_done=outcome.messages_done,
                                offsets={str(k): v for k, v in sorted(outcome.offsets.items())})
         return True
+
+    def _process_and_commit(self, batch: MicroBatch, processor: BatchProcessor,
+                            committer: OffsetCommitter) -> tuple[Any, float]:
+        """(outcome, commit seconds) of one batch; (None, 0) when the engine or store failed."""
+        try:
+            outcome = processor.process(batch.messages, self.stop_requested.is_set)
+        except Exception as exc:  # engine or store failure: stop without committing
+            self.p.events.emit("error", where="batch", error=repr(exc))
+            self.p.metrics.inflight.set(0)
+            return None, 0.0
+        t0 = self.p.clock.now()
+        committer.commit(outcome.offsets, outcome.records_done)
+        return outcome, self.p.clock.now() - t0
 
     def _probe(self, consumer: GroupConsumer) -> MembershipProbe | None:
         if self.opts.balancer != "consumer":
@@ -311,7 +349,13 @@ class Replica:
         return frozenset(self.handler.assigned) if self.handler is not None else frozenset()
 
     def _on_joined(self) -> None:
+        self.group_liveness.healthy("joined")
         self.p.events.emit("ready")
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self.group_liveness.healthy("assign")
+        assert self.handler is not None
+        self.handler.on_assign(consumer, partitions)
 
     def _on_kafka_error(self, err: Any) -> None:
         fatal = bool(getattr(err, "fatal", lambda: False)())

@@ -2,8 +2,17 @@
 
 Reads what the local platform needs to behave like the Deployment: the replica program's flags
 (from ``command`` + ``args`` with Kubernetes ``$(VAR)`` expansion from literal ``env`` values),
-``terminationGracePeriodSeconds``, the readiness probe and the CPU request. Pod-spec fields the
-harness does not read are accepted as long as they are valid Kubernetes keys.
+``terminationGracePeriodSeconds``, the readiness probe, the liveness probe (optional) and the CPU
+request. Pod-spec fields the harness does not read are accepted as long as they are valid
+Kubernetes keys.
+
+Probes are ``httpGet`` probes on the replica's ``--metrics-port``; a missing field takes the
+Kubernetes default (``initialDelaySeconds`` 0, ``periodSeconds`` 10, ``timeoutSeconds`` 1,
+``successThreshold`` 1, ``failureThreshold`` 3) and a bad one is refused with the range the
+Kubernetes API allows (kubernetes.io API reference, core/v1 Probe: ``periodSeconds``,
+``timeoutSeconds``, ``successThreshold`` and ``failureThreshold`` minimum 1,
+``initialDelaySeconds`` minimum 0, ``successThreshold`` must be 1 for liveness; a probe's own
+``terminationGracePeriodSeconds`` minimum 1, the pod's value when unset).
 """
 
 from __future__ import annotations
@@ -42,8 +51,8 @@ _CPU = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m?)")
 
 
 @dataclass(frozen=True)
-class ReadinessProbe:
-    """An ``httpGet`` readiness probe (Kubernetes defaults filled).
+class HttpProbe:
+    """An ``httpGet`` probe (Kubernetes defaults filled).
 
     Attributes:
         path: URL path, e.g. ``/ready``.
@@ -65,6 +74,24 @@ class ReadinessProbe:
 
 
 @dataclass(frozen=True)
+class ReadinessProbe(HttpProbe):
+    """The ``readinessProbe`` (required): ``/ready``."""
+
+
+@dataclass(frozen=True)
+class LivenessProbe(HttpProbe):
+    """The ``livenessProbe`` (optional): ``/healthz``; after ``failure_threshold`` consecutive
+    failures the container is restarted (``success_threshold`` is always 1).
+
+    Attributes:
+        termination_grace_period_s: the probe's own ``terminationGracePeriodSeconds`` for the
+            restart's SIGTERM -> SIGKILL, or None (the pod's).
+    """
+
+    termination_grace_period_s: int | None = None
+
+
+@dataclass(frozen=True)
 class DeploymentConfig:
     """The consumer Deployment as the local platform needs it.
 
@@ -79,6 +106,7 @@ class DeploymentConfig:
         replica: the replica program's flags.
         termination_grace_period_s: seconds between SIGTERM and SIGKILL (default 30).
         readiness: the readiness probe.
+        liveness: the liveness probe, or None when the container has none.
         cpu_request_millicores: ``resources.requests.cpu`` in millicores (None when unset).
     """
 
@@ -94,6 +122,7 @@ class DeploymentConfig:
     termination_grace_period_s: int = 30
     cpu_request_millicores: int | None = None
     selector: Mapping[str, str] = field(default_factory=dict)
+    liveness: LivenessProbe | None = None
 
     @property
     def name(self) -> str:
@@ -179,17 +208,19 @@ def _container_part(pod: Mapping[str, Any], p: Problems) -> dict[str, Any] | Non
         return None
     replica = collect_replica_args(argv, join(cpath, "args"), p)
     readiness = _readiness(container, cpath, p)
+    liveness = _liveness(container, cpath, p)
     if replica is not None and grace is not None and grace <= replica.drain_timeout_s:
         p.add(join(path, "terminationGracePeriodSeconds"), grace,
               f"an integer > --drain-timeout ({replica.drain_timeout_s:g} seconds)",
               f"set it to at least {int(replica.drain_timeout_s) + 10} so the drain ends before SIGKILL")
-    if replica is not None and readiness is not None and readiness.port != replica.metrics_port:
-        p.add(f"{cpath}.readinessProbe.httpGet.port", readiness.port,
-              f"the --metrics-port ({replica.metrics_port})", f"set the probe port to {replica.metrics_port}")
-    if replica is None or readiness is None or grace is None:
+    for key, probe in (("readinessProbe", readiness), ("livenessProbe", liveness)):
+        if replica is not None and isinstance(probe, HttpProbe) and probe.port != replica.metrics_port:
+            p.add(f"{cpath}.{key}.httpGet.port", probe.port,
+                  f"the --metrics-port ({replica.metrics_port})", f"set the probe port to {replica.metrics_port}")
+    if replica is None or readiness is None or grace is None or liveness is _BAD:
         return None
     return dict(container_name=str(container.get("name", "")), image=str(container.get("image", "")),
-                argv=argv, env=MappingProxyType(env), replica=replica, readiness=readiness,
+                argv=argv, env=MappingProxyType(env), replica=replica, readiness=readiness, liveness=liveness,
                 termination_grace_period_s=grace, cpu_request_millicores=_cpu_request(container, cpath, p))
 
 
@@ -244,17 +275,54 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
     return _VAR_REF.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
 
 
+_BAD = object()
+"""A liveness probe that is present but invalid (its problems are recorded)."""
+_PROBE_NUMBERS = (("initial_delay_s", "initialDelaySeconds", 0, 0),  # (field, key, k8s default, minimum)
+                  ("period_s", "periodSeconds", 10, 1),
+                  ("timeout_s", "timeoutSeconds", 1, 1),
+                  ("success_threshold", "successThreshold", 1, 1),
+                  ("failure_threshold", "failureThreshold", 3, 1))
+
+
 def _readiness(container: Mapping[str, Any], path: str, p: Problems) -> ReadinessProbe | None:
     sub = join(path, "readinessProbe")
     node = container.get("readinessProbe", MISSING)
     if node is MISSING:
         p.add(sub, node, "an httpGet probe on /ready", "add readinessProbe: {httpGet: {path: /ready, port: metrics}}")
         return None
+    fields = _http_probe(node, sub, container, p)
+    return None if fields is None else ReadinessProbe(**fields)
+
+
+def _liveness(container: Mapping[str, Any], path: str, p: Problems) -> Any:
+    """The liveness probe; None when the container has none, :data:`_BAD` when it is invalid."""
+    sub = join(path, "livenessProbe")
+    node = container.get("livenessProbe", MISSING)
+    if node is MISSING:
+        return None
+    fields = _http_probe(node, sub, container, p, liveness=True)
+    if fields is None:
+        return _BAD
+    grace = _read.integer(node, "terminationGracePeriodSeconds", sub, p, default=None, lo=1, unit="seconds")
+    if "terminationGracePeriodSeconds" in node and grace is None:
+        return _BAD
+    return LivenessProbe(**fields, termination_grace_period_s=grace)
+
+
+def _http_probe(node: Any, sub: str, container: Mapping[str, Any], p: Problems, *,
+                liveness: bool = False) -> dict[str, Any] | None:
+    """The fields of an ``httpGet`` probe at ``sub`` (Kubernetes defaults filled), or None."""
     probe = _read.mapping(node, sub, p)
     if probe is None:
         return None
     p.unknown_keys(probe, sub, PROBE_KEYS)
-    get = _read.mapping(probe.get("httpGet", MISSING), join(sub, "httpGet"), p, "an httpGet mapping")
+    example = "{path: /healthz, port: metrics}" if liveness else "{path: /ready, port: metrics}"
+    if "httpGet" not in probe:
+        other = next((key for key in ("exec", "tcpSocket", "grpc") if key in probe), None)
+        p.add(join(sub, "httpGet"), MISSING, "an httpGet probe (the harness runs HTTP probes only)",
+              f"replace {other} with httpGet: {example}" if other else f"add httpGet: {example}")
+        return None
+    get = _read.mapping(probe["httpGet"], join(sub, "httpGet"), p, "an httpGet mapping")
     if get is None:
         return None
     gpath = join(sub, "httpGet")
@@ -262,14 +330,14 @@ def _readiness(container: Mapping[str, Any], path: str, p: Problems) -> Readines
     url = _read.string(get, "path", gpath, p, default="/")
     port = _probe_port(get.get("port", MISSING), container, join(gpath, "port"), p)
     numbers = {name: _read.integer(probe, key, sub, p, default=default, lo=lo, unit="seconds" if "Seconds" in key else "")
-               for name, key, default, lo in (("initial_delay_s", "initialDelaySeconds", 0, 0),
-                                               ("period_s", "periodSeconds", 10, 1),
-                                               ("timeout_s", "timeoutSeconds", 1, 1),
-                                               ("success_threshold", "successThreshold", 1, 1),
-                                               ("failure_threshold", "failureThreshold", 3, 1))}
+               for name, key, default, lo in _PROBE_NUMBERS}
+    if liveness and numbers["success_threshold"] not in (None, 1):
+        p.add(join(sub, "successThreshold"), numbers["success_threshold"], "1 (Kubernetes requires 1 for a liveness probe)",
+              "set successThreshold: 1 or leave it out")
+        numbers["success_threshold"] = None
     if port is None or url is None or None in numbers.values():
         return None
-    return ReadinessProbe(path=url, port=port, **numbers)
+    return dict(path=url, port=port, **numbers)
 
 
 def _probe_port(value: Any, container: Mapping[str, Any], path: str, p: Problems) -> int | None:

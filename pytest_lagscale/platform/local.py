@@ -26,6 +26,29 @@ The name is in the replica's environment as ``POD_NAME`` and replaces ``$(POD_NA
 args, so ``--instance-id=$(POD_NAME)`` (the ``--static-membership`` run option) makes a replaced
 replica rejoin as the same static member. ``replica_started`` records ``ordinal``, ``pod_name``
 and ``instance_id`` (None without ``--instance-id``).
+
+Liveness, as a kubelet runs a ``livenessProbe`` (the template's :class:`LivenessCheck`, from the
+Deployment's probe; none: no liveness probing). Each replica that is not terminating is probed
+with ``GET http://127.0.0.1:<port><path>`` every ``period_s`` seconds, the first probe
+``initial_delay_s + period_s`` after its start (a kubelet's first probe comes at a random point
+of its first period; here at its end). A failed GET, no answer within ``timeout_s`` or a status
+other than 200 is a failure, a 200 resets the count; after ``failure_threshold`` consecutive
+failures the platform writes ``replica_liveness_failed`` (replica_id, failures, failing_for_s,
+reason: the last answer's first body line or the error) and restarts the container: SIGTERM,
+SIGKILL after the probe's ``terminationGracePeriodSeconds`` (else the pod's), in a background
+thread, then a new process in the same slot and list position (``replica_terminating`` and
+``replica_stopped`` with ``reason: liveness``; the new process's ``replica_started`` carries
+``restart_of``, the replaced replica id, and ``restarts``, its slot's restart count). As with a
+container restart the pod stays: :attr:`LocalDeployment.current_replicas` does not change
+during the restart, the replica is not ready from the first SIGTERM until its successor's
+readiness probe passes, and the exit of the killed process is not also handled as a crash
+(no ``replica_exited``, no second replacement). A kubelet's CrashLoopBackOff between repeated
+restarts is not modelled (nor is it for crashed replicas).
+
+``--platform kubernetes`` (:mod:`.kubernetes`) applies the same Deployment, livenessProbe
+included, but its pods are run by the harness's node agent
+(:mod:`pytest_lagscale.kube.node_agent`), which probes readiness only: liveness restarts happen
+on the local platform, and on a cluster whose kubelet runs the pods.
 """
 
 from __future__ import annotations
@@ -58,6 +81,27 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class LivenessCheck:
+    """A container's ``livenessProbe`` as the local platform runs it (see the module docstring).
+
+    Attributes:
+        path: HTTP path on the metrics port (``/healthz``).
+        period_s: seconds between probes.
+        failure_threshold: consecutive failures that restart the replica.
+        timeout_s: seconds a probe waits for the answer.
+        initial_delay_s: seconds after the start before probing begins.
+        termination_grace_period_s: SIGTERM -> SIGKILL of the restart, or None: the template's.
+    """
+
+    path: str = "/healthz"
+    period_s: float = 10.0
+    failure_threshold: int = 3
+    timeout_s: float = 1.0
+    initial_delay_s: float = 0.0
+    termination_grace_period_s: float | None = None
+
+
+@dataclass(frozen=True)
 class ReplicaTemplate:
     """How to start one replica: the Deployment's pod template, reduced to a process.
 
@@ -70,6 +114,7 @@ class ReplicaTemplate:
         cpu_request_millicores: the container's CPU request (for CPU utilization), or None.
         manifest: the Deployment manifest the template was read from (a platform that
             applies it, ``kubernetes``), or None.
+        liveness: the liveness probe, or None when the Deployment has none.
     """
 
     argv: tuple[str, ...]
@@ -79,6 +124,7 @@ class ReplicaTemplate:
     readiness_period_s: float = 1.0
     cpu_request_millicores: float | None = None
     manifest: str | None = None
+    liveness: LivenessCheck | None = None
 
 
 @dataclass
@@ -96,6 +142,12 @@ class Replica:
         pod_name: ``<deployment name>-<ordinal>``, its ``POD_NAME``.
         instance_id: its ``--instance-id`` (static membership) after expansion, or None.
         signalled: the signal :meth:`LocalDeployment.kill_replica` last sent it, or None.
+        restarting: True from its liveness restart's SIGTERM until its successor replaces it
+            (it still counts as a replica, not as ready).
+        restarts: liveness restarts of its slot before it (the container's restartCount).
+        restart_of: the replica id it replaced in a liveness restart, or None.
+        liveness_failures: consecutive failed liveness probes; ``liveness_reason`` the last
+            failure's text; ``liveness_due_s`` when the next probe is due (monotonic).
     """
 
     replica_id: str
@@ -109,10 +161,17 @@ class Replica:
     pod_name: str = ""
     instance_id: str | None = None
     signalled: int | None = None
+    restarting: bool = False
+    restarts: int = 0
+    restart_of: str | None = None
+    liveness_failures: int = 0
+    liveness_failing_since_s: float | None = None
+    liveness_reason: str = ""
+    liveness_due_s: float = 0.0
 
     @property
     def ready(self) -> bool:
-        return self.ready_s is not None and not self.terminating
+        return self.ready_s is not None and not self.terminating and not self.restarting
 
 
 class LocalDeployment(StartStop):
@@ -142,6 +201,13 @@ class LocalDeployment(StartStop):
                               f"{template.termination_grace_period_s!r} is negative; use >= 0")
         if not template.argv:
             raise ConfigError("'containers[0].command': empty; give the replica command")
+        live = template.liveness
+        if live is not None and (live.period_s <= 0 or live.timeout_s <= 0
+                                 or live.failure_threshold < 1 or live.initial_delay_s < 0):
+            raise ConfigError(f"'livenessProbe': {live!r} has a period or timeout <= 0 s, a "
+                              "failure threshold < 1 or a negative initial delay; use "
+                              "periodSeconds >= 1, timeoutSeconds >= 1, failureThreshold >= 1, "
+                              "initialDelaySeconds >= 0")
         self.template = template
         self.name = name
         self.layout = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
@@ -279,8 +345,11 @@ class LocalDeployment(StartStop):
         return ({r.ordinal for r in self._replicas}
                 | {r.ordinal for r, thread in self._terminating if thread.is_alive()})
 
-    def _start_replica(self, ordinal: int | None = None) -> Replica:
-        """Start one replica in slot ``ordinal`` (default: the lowest free one); lock held."""
+    def _start_replica(self, ordinal: int | None = None, replace: Replica | None = None) -> Replica:
+        """Start one replica in slot ``ordinal`` (default: the lowest free one); lock held.
+
+        ``replace``: the replica a liveness restart replaces (its list position, restart count).
+        """
         replica_id = f"replica-{self._next_index:04d}"
         self._next_index += 1
         if ordinal is None:
@@ -302,10 +371,18 @@ class LocalDeployment(StartStop):
         replica = Replica(replica_id, process, port, directory, started_s=self.clock.now(),
                           ordinal=ordinal, pod_name=name,
                           instance_id=flag_value(argv, "--instance-id"))
-        self._replicas.append(replica)
+        if self.template.liveness is not None:
+            replica.liveness_due_s = (replica.started_s + self.template.liveness.initial_delay_s
+                                      + self.template.liveness.period_s)
+        if replace is not None:
+            replica.restarts, replica.restart_of = replace.restarts + 1, replace.replica_id
+            self._replicas[self._replicas.index(replace)] = replica
+        else:
+            self._replicas.append(replica)
         self.events.emit("replica_started", replica_id=replica_id, pid=process.pid,
                          metrics_port=port, ordinal=ordinal, pod_name=name,
-                         instance_id=replica.instance_id)
+                         instance_id=replica.instance_id, restart_of=replica.restart_of,
+                         restarts=replica.restarts)
         return replica
 
     def _terminate(self, replica: Replica, timeout_s: float | None = None) -> None:
@@ -324,11 +401,17 @@ class LocalDeployment(StartStop):
         thread.start()
 
     def _monitor_loop(self) -> None:
-        while not self._stop.wait(self.template.readiness_period_s):
+        live = self.template.liveness
+        tick_s = self.template.readiness_period_s if live is None else min(
+            self.template.readiness_period_s, live.period_s)
+        while not self._stop.wait(tick_s):
             for replica in self.replicas():
                 self._probe(replica)
+                self._probe_liveness(replica)
 
     def _probe(self, replica: Replica) -> None:
+        if replica.restarting:
+            return  # its exit is the restart's: no replica_exited, no second replacement
         code = replica.process.poll()
         if code is not None:
             with self._lock:
@@ -351,6 +434,69 @@ class LocalDeployment(StartStop):
             self.events.emit("replica_ready", replica_id=replica.replica_id,
                              cold_start_s=round(replica.ready_s - replica.started_s, 3))
 
+    def _probe_liveness(self, replica: Replica) -> None:
+        """One liveness probe of ``replica`` if one is due; restarts it at the threshold."""
+        live = self.template.liveness
+        now = self.clock.now()
+        if (live is None or replica.terminating or replica.restarting
+                or now < replica.liveness_due_s or replica.process.poll() is not None):
+            return
+        replica.liveness_due_s += live.period_s  # on schedule, as a prober's ticker
+        if replica.liveness_due_s <= now:
+            replica.liveness_due_s = now + live.period_s
+        ok, text = probe_http(replica.metrics_port, live.path, live.timeout_s)
+        if ok:
+            replica.liveness_failures, replica.liveness_failing_since_s = 0, None
+            return
+        replica.liveness_failures += 1
+        replica.liveness_reason = text
+        if replica.liveness_failing_since_s is None:
+            replica.liveness_failing_since_s = now
+        if replica.liveness_failures >= live.failure_threshold:
+            self._restart(replica)
+
+    def _restart(self, replica: Replica) -> None:
+        """Restart ``replica``'s container: stop it in a background thread (SIGTERM, grace,
+        SIGKILL), then start its successor in the same slot and list position."""
+        live = self.template.liveness
+        assert live is not None
+        with self._lock:
+            if (replica not in self._replicas or replica.terminating or replica.restarting
+                    or self._stop.is_set()):
+                return
+            replica.restarting = True
+        grace = (self.template.termination_grace_period_s
+                 if live.termination_grace_period_s is None else live.termination_grace_period_s)
+        failing_for = self.clock.now() - (replica.liveness_failing_since_s or self.clock.now())
+        self.events.emit("replica_liveness_failed", replica_id=replica.replica_id,
+                         failures=replica.liveness_failures, reason=replica.liveness_reason,
+                         failing_for_s=round(failing_for, 3), ordinal=replica.ordinal,
+                         pod_name=replica.pod_name)
+        log.warning("%s (%s): liveness probe failed %d times in a row (%s); restarting it",
+                    replica.replica_id, replica.pod_name, replica.liveness_failures,
+                    replica.liveness_reason)
+        self.events.emit("replica_terminating", replica_id=replica.replica_id,
+                         graceful=self.graceful, grace_period_s=grace, reason="liveness")
+
+        def _run() -> None:
+            outcome = replica.process.stop(grace, graceful=self.graceful)
+            self.events.emit("replica_stopped", replica_id=replica.replica_id, outcome=outcome,
+                             exit_code=replica.process.poll(), reason="liveness")
+            with self._lock:
+                if replica not in self._replicas or self._stop.is_set():
+                    return  # scaled away or stopped meanwhile: nothing to restart
+                try:
+                    self._start_replica(ordinal=replica.ordinal, replace=replica)
+                except ReplicaError as exc:
+                    self._replicas.remove(replica)
+                    self.events.emit("replica_restart_failed", replica_id=replica.replica_id,
+                                     error=str(exc))
+                    log.warning("%s: restart failed: %s", replica.replica_id, exc)
+
+        thread = threading.Thread(target=_run, name=f"restart-{replica.replica_id}", daemon=True)
+        self._terminating.append((replica, thread))
+        thread.start()
+
     def _not_ready_report(self, n: int, within_s: float) -> str:
         lines = [f"{self.name}: {self.ready_replicas} of {n} replicas ready after "
                  f"{within_s:.0f} s; raise the timeout or check the replica logs"]
@@ -367,11 +513,28 @@ class LocalDeployment(StartStop):
 def probe_ready(port: int, path: str, timeout_s: float = 0.5) -> bool:
     """A kubelet's HTTP readiness probe of a replica: ``GET http://127.0.0.1:<port><path>``
     answers 200 within ``timeout_s`` seconds (any error or other status: not ready)."""
+    return probe_http(port, path, timeout_s)[0]
+
+
+def probe_http(port: int, path: str, timeout_s: float) -> tuple[bool, str]:
+    """``GET http://127.0.0.1:<port><path>``: (answered 200 within ``timeout_s`` seconds, what
+    it said: ``HTTP <status>: <first body line>``, ``no answer within <timeout> s`` or
+    ``GET failed: <error>``)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout_s) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+            return resp.status == 200, f"HTTP {resp.status}: {_first_line(resp.read(512))}"
+    except urllib.error.HTTPError as exc:
+        return False, f"HTTP {exc.code}: {_first_line(exc.read(512))}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
+            return False, f"no answer within {timeout_s:g} s"
+        return False, f"GET failed: {reason}"
+
+
+def _first_line(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    return text.splitlines()[0] if text else ""
 
 
 def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: str, *,
@@ -410,7 +573,21 @@ def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: 
         readiness_path=deployment.readiness.path,
         readiness_period_s=min(1.0, float(deployment.readiness.period_s)),
         cpu_request_millicores=deployment.cpu_request_millicores,
-        manifest=deployment.source)
+        manifest=deployment.source,
+        liveness=_liveness_check(deployment))
+
+
+def _liveness_check(deployment: "DeploymentConfig") -> LivenessCheck | None:
+    """The Deployment's livenessProbe as a :class:`LivenessCheck` (None without one)."""
+    probe = getattr(deployment, "liveness", None)
+    if probe is None:
+        return None
+    grace = probe.termination_grace_period_s
+    return LivenessCheck(path=probe.path, period_s=float(probe.period_s),
+                         failure_threshold=int(probe.failure_threshold),
+                         timeout_s=float(probe.timeout_s),
+                         initial_delay_s=float(probe.initial_delay_s),
+                         termination_grace_period_s=None if grace is None else float(grace))
 
 
 def _args_of(deployment: "DeploymentConfig") -> list[str]:

@@ -1,4 +1,5 @@
-"""LocalDeployment with real processes: readiness, newest-first scale-down, grace, replacement.
+"""LocalDeployment with real processes: readiness, newest-first scale-down, grace, replacement,
+liveness restarts.
 
 The replica here is a small probe program (tests/integration/programs/probe_replica.py) so the
 platform's own behaviour is observable in seconds; the consumer replica itself is exercised in
@@ -15,7 +16,7 @@ import pytest
 
 from pytest_lagscale.eventlog import read_events
 from pytest_lagscale.errors import ReplicaError
-from pytest_lagscale.platform.local import LocalDeployment, ReplicaTemplate
+from pytest_lagscale.platform.local import LivenessCheck, LocalDeployment, ReplicaTemplate
 from pytest_lagscale.process import group_members
 
 pytestmark = pytest.mark.integration
@@ -123,3 +124,96 @@ def test_a_spark_template_gets_its_image_built_before_the_first_replica(tmp_path
     (event,) = _events(tmp_path, "image_prepared")
     assert event["cds_archive"] == image.cds_archive and event["duration_s"] == image.duration_s
     assert (tmp_path / "image-build.log").is_file()
+
+
+# -- liveness ----------------------------------------------------------------------------------
+def _live_template(period_s: float = 0.2, threshold: int = 3, timeout_s: float = 0.5,
+                   initial_delay_s: float = 1.0, **env: str) -> ReplicaTemplate:
+    """Probes from 1 s after the start: a probe before the stand-in listens is refused, and on
+    a loaded machine its start can outlast a few 0.2 s periods."""
+    return ReplicaTemplate(argv=(sys.executable, PROGRAM), env=env, termination_grace_period_s=5.0,
+                           readiness_period_s=0.1,
+                           liveness=LivenessCheck(path="/healthz", period_s=period_s,
+                                                  failure_threshold=threshold, timeout_s=timeout_s,
+                                                  initial_delay_s=initial_delay_s))
+
+
+def _replica_events(run_dir: Path, replica_id: str, name: str) -> list[dict]:
+    path = run_dir / "replicas" / replica_id / "events.jsonl"
+    return [e for e in read_events(path) if e["event"] == name] if path.exists() else []
+
+
+def _restart_of(run_dir: Path, replica_id: str, deployment: LocalDeployment,
+                within_s: float = 20.0) -> tuple[dict, list[int]]:
+    """Wait for the replacement of ``replica_id`` to be ready, sampling current_replicas."""
+    counts: list[int] = []
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        counts.append(deployment.current_replicas)
+        started = [e for e in _events(run_dir, "replica_started") if e["restart_of"] == replica_id]
+        ready = {e["replica_id"] for e in _events(run_dir, "replica_ready")}
+        if started and started[0]["replica_id"] in ready:
+            return started[0], counts
+        time.sleep(0.02)
+    raise AssertionError(f"{replica_id} was not replaced and ready within {within_s} s")
+
+
+def test_a_replica_failing_its_liveness_probe_is_restarted_in_its_slot(tmp_path) -> None:
+    # replica-0001's /healthz answers 503 from 2 s on (as a replica whose group session broke
+    # for good); replica-0002 stays healthy.
+    template = _live_template(HEALTHZ_FAIL_AFTER_S="2.0", HEALTHZ_FAIL_REPLICA="replica-0001")
+    with LocalDeployment(template, tmp_path) as deployment:
+        deployment.scale(2)
+        deployment.wait_ready(2, within_s=20)
+        started, counts = _restart_of(tmp_path, "replica-0001", deployment)
+        assert [(r.replica_id, r.ordinal, r.restarts) for r in deployment.replicas()] == [
+            (started["replica_id"], 0, 1), ("replica-0002", 1, 0)]  # same slot, same place
+        assert deployment.ready_replicas == 2
+        time.sleep(1.0)  # the replacement (a new id) stays healthy: no second restart
+    assert set(counts) == {2}  # a container restart: the pod count neither dips nor doubles
+    failed = _events(tmp_path, "replica_liveness_failed")
+    assert [(e["replica_id"], e["failures"], e["reason"], e["ordinal"]) for e in failed] == [
+        ("replica-0001", 3, "HTTP 503: replica-0001: not live: group session broken (test)", 0)]
+    assert (started["ordinal"], started["pod_name"], started["restarts"]) == (
+        0, "lagscale-consumer-0", 1)
+    assert [e["replica_id"] for e in _events(tmp_path, "replica_started")] == [
+        "replica-0001", "replica-0002", started["replica_id"]]  # no double start
+    assert _events(tmp_path, "replica_exited") == []  # the kill is not taken for a crash
+    stopped = _events(tmp_path, "replica_stopped")
+    assert [(e["replica_id"], e["outcome"]) for e in stopped if e.get("reason") == "liveness"] \
+        == [("replica-0001", "terminated")]
+    assert _replica_events(tmp_path, "replica-0001", "sigterm")  # SIGTERM first, a drain
+    # Detection: /healthz failing (2 s after the start) -> restart decided -> replacement ready.
+    ready = {e["replica_id"]: e["monotonic_s"] for e in _events(tmp_path, "replica_ready")}
+    t_start = next(e["monotonic_s"] for e in _events(tmp_path, "replica_started")
+                   if e["replica_id"] == "replica-0001")
+    detect_s = failed[0]["monotonic_s"] - (t_start + 2.0)
+    recover_s = ready[started["replica_id"]] - failed[0]["monotonic_s"]
+    print(f"liveness: failing from 2.0 s, restart decided {detect_s:.2f} s later "
+          f"(failing_for_s {failed[0]['failing_for_s']}), replacement ready {recover_s:.2f} s "
+          "after that")
+    # 3 failures 0.2 s apart (on a 0.1 s monitor tick), and no restart before the third
+    assert failed[0]["failing_for_s"] >= 0.25 and detect_s < 3.0
+
+
+def test_a_liveness_probe_that_gets_no_answer_fails_too(tmp_path) -> None:
+    template = _live_template(timeout_s=0.3, HEALTHZ_FAIL_AFTER_S="0.5", HEALTHZ_FAIL="hang")
+    with LocalDeployment(template, tmp_path) as deployment:
+        deployment.scale(1)
+        deployment.wait_ready(1, within_s=20)
+        _restart_of(tmp_path, "replica-0001", deployment)
+    failed = _events(tmp_path, "replica_liveness_failed")[0]
+    assert failed["replica_id"] == "replica-0001" and failed["failures"] == 3
+    assert failed["reason"] == "no answer within 0.3 s"
+
+
+def test_a_replica_whose_healthz_answers_200_is_never_restarted(tmp_path) -> None:
+    template = _live_template(period_s=0.1, threshold=1)  # the strictest probe there is
+    with LocalDeployment(template, tmp_path) as deployment:
+        deployment.scale(2)
+        deployment.wait_ready(2, within_s=20)
+        time.sleep(2.0)
+        assert [r.replica_id for r in deployment.replicas()] == ["replica-0001", "replica-0002"]
+    assert _events(tmp_path, "replica_liveness_failed") == []
+    probes = _replica_events(tmp_path, "replica-0001", "healthz")
+    assert len(probes) >= 10 and not any(e["failing"] for e in probes)  # it was probed

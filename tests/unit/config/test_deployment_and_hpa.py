@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_lagscale.config.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, ScalingRules, parse_behavior
-from pytest_lagscale.config.deployment import load_deployment, parse_deployment
+from pytest_lagscale.config.deployment import LivenessProbe, load_deployment, parse_deployment
 from pytest_lagscale.config.hpa import load_cpu_hpa, parse_cpu_hpa
 from pytest_lagscale.config.manifests import check_manifests, load_manifests, manifest_paths
 from pytest_lagscale.errors import ConfigError
@@ -31,6 +31,71 @@ def test_committed_deployment() -> None:
         5.0, 8, 30.0, 9400, "/data/store")
     assert (config.readiness.path, config.readiness.port, config.readiness.period_s) == ("/ready", 9400, 2)
     assert config.argv[:3] == ("python", "-m", "spark_consumer")
+
+
+@pytest.mark.parametrize("name", ["consumer-deployment.yaml", "consumer-deployment-ci.yaml"])
+def test_committed_liveness_probe(name: str) -> None:
+    assert load_deployment(K8S / name).liveness == LivenessProbe(
+        path="/healthz", port=9400, initial_delay_s=0, period_s=2, timeout_s=1, success_threshold=1,
+        failure_threshold=8, termination_grace_period_s=None)
+
+
+LIVENESS = (*CONTAINER, "livenessProbe")
+
+
+def test_liveness_probe_takes_the_kubernetes_defaults() -> None:
+    doc = edited(DEPLOYMENT, (LIVENESS, {"httpGet": {"path": "/healthz", "port": "metrics"}}))
+    assert parse_deployment(doc).liveness == LivenessProbe(
+        path="/healthz", port=9400, initial_delay_s=0, period_s=10, timeout_s=1, success_threshold=1,
+        failure_threshold=3, termination_grace_period_s=None)
+
+
+def test_liveness_probe_is_optional_and_its_own_grace_period_is_read() -> None:
+    assert parse_deployment(edited(DEPLOYMENT, (LIVENESS, DELETE))).liveness is None
+    doc = edited(DEPLOYMENT, ((*LIVENESS, "terminationGracePeriodSeconds"), 10),
+                 ((*LIVENESS, "initialDelaySeconds"), 15), ((*LIVENESS, "timeoutSeconds"), 2))
+    probe = parse_deployment(doc).liveness
+    assert (probe.termination_grace_period_s, probe.initial_delay_s, probe.timeout_s) == (10, 15, 2)
+
+
+LPATH = f"{CPATH}.livenessProbe"
+BAD_LIVENESS = [
+    pytest.param("periodSeconds", 0, f"'{LPATH}.periodSeconds': got 0, expected an integer >= 1 (seconds) in "
+                 "deploy.yaml; raise it to at least 1", id="period-zero"),
+    pytest.param("periodSeconds", "5", f"'{LPATH}.periodSeconds': got '5', expected an integer >= 1 (seconds) in "
+                 "deploy.yaml; write a whole number without quotes, e.g. 1", id="period-string"),
+    pytest.param("failureThreshold", 0, f"'{LPATH}.failureThreshold': got 0, expected an integer >= 1 in "
+                 "deploy.yaml; raise it to at least 1", id="failure-threshold-zero"),
+    pytest.param("timeoutSeconds", 0, f"'{LPATH}.timeoutSeconds': got 0, expected an integer >= 1 (seconds) in "
+                 "deploy.yaml; raise it to at least 1", id="timeout-zero"),
+    pytest.param("initialDelaySeconds", -1, f"'{LPATH}.initialDelaySeconds': got -1, expected an integer >= 0 "
+                 "(seconds) in deploy.yaml; raise it to at least 0", id="initial-delay-negative"),
+    pytest.param("successThreshold", 2, f"'{LPATH}.successThreshold': got 2, expected 1 (Kubernetes requires 1 for "
+                 "a liveness probe) in deploy.yaml; set successThreshold: 1 or leave it out", id="success-threshold"),
+    pytest.param("terminationGracePeriodSeconds", 0, f"'{LPATH}.terminationGracePeriodSeconds': got 0, expected an "
+                 "integer >= 1 (seconds) in deploy.yaml; raise it to at least 1", id="probe-grace-zero"),
+    pytest.param("periodSecond", 5, f"'{LPATH}.periodSecond': got 5, expected a known key of '{LPATH}' in "
+                 f"deploy.yaml; rename it to '{LPATH}.periodSeconds'", id="unknown-key"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), BAD_LIVENESS)
+def test_bad_liveness_probe_field(key: str, value: object, problem: str) -> None:
+    assert _deployment_problems(edited(DEPLOYMENT, ((*LIVENESS, key), value))) == [problem]
+
+
+@pytest.mark.parametrize(("probe", "problem"), [
+    pytest.param({"exec": {"command": ["true"]}, "periodSeconds": 5},
+                 f"'{LPATH}.httpGet': got no value, expected an httpGet probe (the harness runs HTTP probes only) in "
+                 "deploy.yaml; replace exec with httpGet: {path: /healthz, port: metrics}", id="exec-probe"),
+    pytest.param({"httpGet": {"path": "/healthz", "port": 8080}},
+                 f"'{LPATH}.httpGet.port': got 8080, expected the --metrics-port (9400) in deploy.yaml; set the "
+                 "probe port to 9400", id="port-is-metrics-port"),
+    pytest.param("yes", f"'{LPATH}': got 'yes', expected a mapping in deploy.yaml; write '{LPATH}' as a YAML mapping "
+                 "of key: value", id="not-a-mapping"),
+])
+def test_bad_liveness_probe(probe: object, problem: str) -> None:
+    assert _deployment_problems(edited(DEPLOYMENT, (LIVENESS, probe))) == [problem]
 
 
 def test_replica_flags_space_separated_and_escaped_var() -> None:

@@ -136,3 +136,21 @@ def wall_ns_from(clock: FakeClock, epoch_ns: int = 2_000_000_000_000_000_000) ->
     return lambda: epoch_ns + int(clock.now() * 1e9)
 
 
+
+
+def stats_json(state: str = "up", join_state: str = "steady", *, assignment_size: int = 2,
+               stateage_ms: int = 5000, coordinator_rx: int | None = 10) -> str:
+    """A librdkafka statistics JSON string (``stats_cb``'s argument) with a ``cgrp`` object as
+    librdkafka 2.16 emits it (field ``join_state``) and the logical ``GroupCoordinator`` broker's
+    response count ``rx`` (no such broker when None); trimmed of the other fields."""
+    import json
+
+    brokers = {} if coordinator_rx is None else {"GroupCoordinator": {
+        "name": "GroupCoordinator", "nodeid": -1, "source": "logical", "state": "UP",
+        "outbuf_cnt": 0, "waitresp_cnt": 0, "tx": coordinator_rx, "rx": coordinator_rx}}
+    return json.dumps({
+        "name": "r-1#consumer-1", "client_id": "r-1", "type": "consumer", "ts": 1, "time": 1,
+        "replyq": 0, "rx": 100, "tx": 100, "brokers": brokers, "topics": {},
+        "cgrp": {"state": state, "stateage": stateage_ms, "join_state": join_state,
+                 "rebalance_age": 1000, "rebalance_cnt": 1, "rebalance_reason": "",
+                 "assignment_size": assignment_size}})

@@ -18,7 +18,7 @@ from spark_consumer.options import DEFAULT_DIMENSION, parse_options
 from spark_consumer.replica import Replica, ReplicaParts
 from spark_consumer.store import ParquetStore, read_store
 
-from .fakes import FakeConsumer, messages
+from .fakes import FakeConsumer, FakeTopicPartition, messages, stats_json
 
 
 class SignalClock(FakeClock):
@@ -168,7 +168,7 @@ def test_event_lines_carry_wall_and_monotonic_time(tmp_path) -> None:
 @pytest.mark.parametrize("path, status", [
     pytest.param("/metrics", "200 OK", id="metrics"),
     pytest.param("/ready", "503 Service Unavailable", id="ready-before-join"),
-    pytest.param("/healthz", "200 OK", id="healthz"),
+    pytest.param("/healthz", "200 OK", id="healthz-while-starting"),
     pytest.param("/nope", "404 Not Found", id="unknown"),
 ])
 def test_http_routes(tmp_path, path: str, status: str) -> None:
@@ -181,8 +181,104 @@ def test_http_routes(tmp_path, path: str, status: str) -> None:
         text = body.decode()
         for name in ("records_processed_total", "consume_rate", "inflight",
                      "rebalances_total", "rebalance_duration_seconds_bucket",
-                     "assigned_partitions", "replica_ready"):
+                     "assigned_partitions", "replica_ready", "replica_live"):
             assert f"\n{name}" in text or text.startswith(name), name
+
+
+def _get(replica: Replica, path: str) -> tuple[str, str]:
+    seen: list[str] = []
+    body = b"".join(replica.server._app({"PATH_INFO": path, "REQUEST_METHOD": "GET"},
+                                        lambda s, h: seen.append(s)))
+    return seen[0], body.decode()
+
+
+def _live_gauge(replica: Replica) -> float:
+    return replica.p.metrics.live.collect()[0].samples[0].value
+
+
+def test_healthz_turns_503_once_the_group_session_stays_broken_and_200_while_draining(
+        tmp_path) -> None:
+    # After the broker's 20 s SIGSTOP one replica kept no assignment and never rejoined: its
+    # statistics said up / wait-join with nothing assigned. Before this rule /healthz said 200.
+    clock = FakeClock()
+    consumer = FakeConsumer(partitions=[0])
+    replica = _replica(tmp_path, consumer, clock)
+    confs: list[dict] = []
+    replica.p.make_consumer = lambda conf: confs.append(conf) or consumer
+    seen: list[tuple[float, bool, str, str, float]] = []
+
+    def hook(c: FakeConsumer) -> None:
+        if c.consumed == 1:  # assigned [0] in this consume(), then lost with the session
+            c.callbacks["lost"](c, [FakeTopicPartition("t", 0)])
+            c.partitions = []
+            return
+        confs[0]["stats_cb"](stats_json("up", "wait-join", assignment_size=0))
+        status, body = _get(replica, "/healthz")
+        seen.append((clock.now(), replica.liveness()[0], status, body, _live_gauge(replica)))
+        if clock.now() > 15.0:
+            replica._on_signal(signal.SIGTERM, None)
+
+    consumer.on_consume = hook
+    assert replica.run() == 0
+    assert confs[0]["statistics.interval.ms"] == 1000
+    healthy_until = max(t for t, live, *_ in seen if live)
+    failed_from = min(t for t, live, *_ in seen if not live)
+    assert healthy_until <= 10.0 < failed_from <= 10.0 + 1.0  # within one poll slice
+    for t, live, status, body, gauge in seen:
+        assert (status, gauge) == (("200 OK", 1.0) if live else ("503 Service Unavailable", 0.0))
+        assert body.count("\n") == 1
+    last = seen[-1][3]
+    assert last.startswith("r-1: not live: group session broken, no healthy group moment for ")
+    assert "join_state 'wait-join', 0 partitions assigned" in last
+    failed = [e for e in read_events(tmp_path / "events.jsonl") if e["event"] == "liveness_failed"]
+    assert len(failed) == 1 and 10.0 < failed[0]["since_healthy_s"] <= 11.0
+    assert _get(replica, "/healthz") == ("200 OK", "r-1: live (draining)\n")
+
+
+def test_a_slow_batch_keeps_the_replica_live(tmp_path) -> None:
+    # A 40 s batch: the poll thread serves no statistics callback, the session is fine.
+    clock = FakeClock()
+    inner = make_engine("arrow", load_dimension(DEFAULT_DIMENSION))
+    mid_batch: list[tuple[bool, str]] = []
+
+    class SlowEngine:
+        name = "arrow"
+
+        def start(self):
+            inner.start()
+            return self
+
+        def enrich(self, records):
+            clock.advance(40.0)
+            mid_batch.append(replica.liveness())
+            return inner.enrich(records)
+
+        def stop(self) -> None:
+            inner.stop()
+
+    consumer = FakeConsumer(partitions=[0], batches=[messages([(0, 0), (0, 1)])])
+    replica = _replica(tmp_path, consumer, clock, engine=SlowEngine())
+    after: list[bool] = []
+
+    def hook(c: FakeConsumer) -> None:
+        if c.consumed > 2:
+            after.append(replica.liveness()[0])
+            replica._on_signal(signal.SIGTERM, None)
+
+    consumer.on_consume = hook
+    assert replica.run() == 0
+    assert mid_batch == [(True, "r-1: live (processing a batch)")]
+    assert after == [True]  # the batch's end was a healthy moment
+    names = [e["event"] for e in read_events(tmp_path / "events.jsonl")]
+    assert "liveness_failed" not in names
+
+
+def test_liveness_before_the_first_assignment_is_startup_business(tmp_path) -> None:
+    replica = _replica(tmp_path, FakeConsumer(partitions=[0]), FakeClock())
+    replica.p.clock.advance(120.0)
+    assert replica.liveness() == (True, "r-1: live (engine arrow starting)")
+    replica._engine_ready = True
+    assert replica.liveness() == (True, "r-1: live (waiting for the first assignment)")
 
 
 def test_a_commit_failed_in_a_rebalance_is_retried_while_no_batch_arrives(tmp_path) -> None:
