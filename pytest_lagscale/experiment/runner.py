@@ -202,6 +202,9 @@ class Run:
             except PartDied:
                 if self.clock.started.is_set() and name in ("load", "settle"):
                     self._record_what_was_seen(stack)
+                if getattr(self.parts.platform, "graceful", None) is not None:
+                    # the run is over: no drain (a dead broker takes no commit), replicas go now
+                    self.parts.platform.graceful = False
                 raise
 
     # -- phases --------------------------------------------------------------------------
@@ -224,7 +227,7 @@ class Run:
         stack.callback(watch.stop)  # before any part is stopped
         cluster = self.parts.cluster
         if getattr(cluster, "process", None) is not None:  # an embedded broker: cannot come back
-            watch.add("kafka", lambda: cluster.process)
+            watch.add("kafka", lambda: cluster.process, tail=cluster._log_tail)
         watch.start()
 
     def topic_phase(self, stack: ExitStack) -> None:

@@ -45,6 +45,7 @@ class _Part:
     name: str
     process: Callable[[], Any]
     restart: Callable[[], None] | None
+    tail: Callable[[], str] | None = None
     down: int = 0  # expected_down() nesting
     seen_alive_s: float | None = None  # the last look that found it running
 
@@ -74,11 +75,14 @@ class PartWatch:
         self._thread: threading.Thread | None = None
 
     def add(self, name: str, process: Callable[[], Any],
-            restart: Callable[[], None] | None = None) -> None:
+            restart: Callable[[], None] | None = None,
+            tail: Callable[[], str] | None = None) -> None:
         """Watch ``process()`` (a :class:`~pytest_lagscale.process.ManagedProcess` or None, read
-        at each look, so a restarted part's new process is seen) under ``name``."""
+        at each look, so a restarted part's new process is seen) under ``name``; ``tail()`` gives
+        its log's last lines when the process's own output is not its log (the broker's
+        ``server.log``)."""
         with self._lock:
-            self._parts[name] = _Part(name, process, restart)
+            self._parts[name] = _Part(name, process, restart, tail)
 
     @contextmanager
     def expected_down(self, name: str) -> Iterator[None]:
@@ -138,7 +142,7 @@ class PartWatch:
         # it died after the last look that found it running: the outage counts from there
         start_s = self.now_s() if part.seen_alive_s is None else part.seen_alive_s
         how = describe_exit(code)
-        tail = list(process.tail(TAIL_LINES)) if hasattr(process, "tail") else []
+        tail = self._tail(part, process)
         outage: dict[str, Any] = {"part": part.name, "start_s": start_s, "duration_s": None,
                                   "exit": how}
         self.outages.append(outage)
@@ -156,6 +160,15 @@ class PartWatch:
             log.warning("%s %s; restarted after %.1f s", part.name, how, outage["duration_s"])
             return
         self._died(part, how, tail, "")
+
+    @staticmethod
+    def _tail(part: _Part, process: Any) -> list[str]:
+        try:
+            if part.tail is not None:
+                return part.tail().splitlines()[-TAIL_LINES:]
+            return list(process.tail(TAIL_LINES)) if hasattr(process, "tail") else []
+        except Exception as exc:  # a report without its log tail, not a crash of the watch
+            return [f"(log tail unreadable: {exc})"]
 
     def _died(self, part: _Part, how: str, tail: list[str], extra: str) -> None:
         with self._lock:
