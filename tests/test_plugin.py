@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -244,6 +245,8 @@ class FakeResult:
         self.benchmark_path = run_dir / "benchmark.json"
         self.benchmark_path.write_text(json.dumps(doc))
         self.metrics = {{k: m["value"] for k, m in doc["metrics"].items()}}
+        self.problems = doc.get("problems", [])
+        self.world = {{"faults": doc.get("faults", []), "problems": self.problems}}
 
     def document(self):
         return self._doc
@@ -307,6 +310,33 @@ def test_a_lag_threshold_list_parametrizes_each_run_test(pytester: pytest.Pytest
         "*::test_run[[]lt10000[]] PASSED*", "*::test_run[[]lt100000[]] PASSED*",
         "*::test_own_sweep[[]own[]] PASSED*", "*::test_plain PASSED*",
     ])
+
+
+@pytest.mark.parametrize("injected", [False, True], ids=["plain-run", "run-with-a-fault"])
+def test_a_run_that_is_not_a_good_one_fails_its_test_unless_it_injected_a_fault(
+        pytester: pytest.Pytester, tmp_path: Path, injected: bool) -> None:
+    """A run that did not settle or could not read its lag fails the test that asked for it, with
+    the numbers; a run that injected a fault is left to the test's own assertions."""
+    doc = json.loads((GOLDEN / "current_v1.json").read_text())
+    doc["problems"] = ["not settled: lag 0 at minReplicaCount not reached within 300 s",
+                       "lag unread 40 s of 240 s (16.7 % > 10 %; longest gap 40 s, lag older "
+                       "than 4 s counts as unread)"]
+    doc["faults"] = [{"name": "pause_broker", "kind": "injected"}] if injected else []
+    document = tmp_path / "unsound.json"
+    document.write_text(json.dumps(doc))
+    _fake(pytester, document=str(document))
+    pytester.makepyfile("""
+        def test_run(lagscale_run):
+            lagscale_run()
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    if injected:
+        result.assert_outcomes(passed=1)
+        return
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*lagscale_run: spike-ci is not a good run*",
+                                 "*not settled: lag 0 at minReplicaCount not reached within 300 s",
+                                 "*lag unread 40 s of 240 s (16.7 % > 10 %*"])
 
 
 def test_each_finished_run_prints_a_progress_line_while_output_is_captured(
