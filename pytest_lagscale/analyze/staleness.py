@@ -128,10 +128,15 @@ class Fault:
 
 
 def _rows(events: pd.DataFrame) -> Iterable[tuple[float, str, str, Mapping[str, Any]]]:
+    """``(t_s, event, source, fields)`` per event; ``fields`` gets back the ``replica_id`` the
+    event table keeps in a column of its own."""
     if events is None or not len(events):
         return []
-    return zip(events["t_s"].astype("float64"), events["event"], events["source"].fillna(""),
-               events["fields"])
+    return ((t, event, source, {**(fields if isinstance(fields, Mapping) else {}),
+                                **({"replica_id": rid} if isinstance(rid, str) else {})})
+            for t, event, source, fields, rid in zip(
+                events["t_s"].astype("float64"), events["event"], events["source"].fillna(""),
+                events["fields"], events["replica_id"]))
 
 
 def _lag_reads(events: pd.DataFrame) -> list[float]:
@@ -174,7 +179,7 @@ def faults(events: pd.DataFrame, freshness: LagFreshness | None = None) -> list[
             gap = float(fields.get("gap_s") or 0.0)
             out.append(Fault(event, "observed", t - gap, gap,
                              {"part": fields.get("part"), "exit": fields.get("exit")}))
-        elif event == "replica_liveness_failed":
+        elif event == "replica_liveness_failed":  # the platform restarts it
             out.append(Fault(event, "observed", t, None,
                              {"replica_id": fields.get("replica_id")}))
     if freshness is not None:

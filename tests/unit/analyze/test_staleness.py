@@ -50,12 +50,16 @@ def test_faults_are_listed_with_times_and_the_first_lag_read_after_an_injected_o
         {"t": 140.0, "event": "part_restarted", "source": "runner", "part": "prometheus",
          "exit": "killed by SIGKILL", "gap_s": 1.5},
         {"t": 150.0, "event": "part_died", "source": "runner", "part": "kafka",
-         "exit": "killed by SIGKILL"})
+         "exit": "killed by SIGKILL"},
+        {"t": 155.0, "event": "replica_liveness_failed", "source": "platform",
+         "replica_id": "replica-0008", "failures": 8})
     fresh = lag_freshness(_timeline([0.5] * 95 + [9.0] * 10 + [0.5] * 5), 4.0)
     found = [f.to_dict() for f in faults(events, fresh)]
     assert [(f["name"], f["kind"], f["start_s"], f["duration_s"]) for f in found] == [
         ("pause_broker", "injected", 90.0, 20.0), ("lag_unread", "observed", 95.0, 10.0),
-        ("part_restarted", "observed", 138.5, 1.5), ("part_died", "observed", 150.0, None)]
+        ("part_restarted", "observed", 138.5, 1.5), ("part_died", "observed", 150.0, None),
+        ("replica_liveness_failed", "observed", 155.0, None)]
+    assert found[4]["replica_id"] == "replica-0008"
     assert found[0]["lag_read_again_s"] == pytest.approx(1.2)
     assert found[2]["part"] == "prometheus" and found[3]["exit"] == "killed by SIGKILL"
 
