@@ -15,15 +15,22 @@ pytest_plugins = ["pytester"]
 @pytest.fixture
 def cache(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The cache root of the nested session: a run would write its pid files under it."""
+    from pytest_lagscale.process import live_processes
+
     root = pytester.path / "cache"
     monkeypatch.setenv("LAGSCALE_CACHE_DIR", str(root))
+    # what this process runs already (under pytest-xdist: the worker's session broker)
+    _LIVE_BEFORE[:] = live_processes()
     return root
+
+
+_LIVE_BEFORE: list = []
 
 
 def _started_nothing(out: Path, cache: Path) -> None:
     from pytest_lagscale.process import live_processes
 
-    assert live_processes() == []
+    assert [p for p in live_processes() if p not in _LIVE_BEFORE] == []
     assert not (cache / "pids").exists()
     assert not out.exists() or not any(p.is_dir() for p in out.iterdir()), list(out.iterdir())
 
