@@ -600,7 +600,9 @@ def run_plan(plan: RunPlan, *, cluster: Any = None, progress: RunProgress | None
         plan: from :func:`.plan.plan_run` (every input already checked).
         cluster: a started Kafka cluster to use (the session's); None starts one of
             ``plan.settings.kafka`` for this run and stops it afterwards. On a shared cluster
-            the topic and group get a run suffix so runs do not see each other's offsets.
+            the topic and group get a run suffix so runs do not see each other's offsets. A
+            plan with an action that stops or pauses the broker (``needs_own_broker``) does
+            not use it: the run starts its own.
         progress: a live display (phase, elapsed/total, lag, replicas), or None.
         on_run_dir: called with the run directory as soon as it exists.
         clock: the runner's clock (default ``RealClock``).
@@ -613,6 +615,13 @@ def run_plan(plan: RunPlan, *, cluster: Any = None, progress: RunProgress | None
     """
     clock = clock or RealClock()
     started_s = clock.now()
+    own = [a.action.name for a in plan.actions if getattr(a.action, "needs_own_broker", False)]
+    if cluster is not None and own:
+        # a paused or restarted broker would be every other run's on a shared cluster (and a
+        # restarted one a new process the session did not start): this run starts its own
+        log.info("run %s: %s needs the run's own broker; not using the shared cluster",
+                 plan.settings.label(), ", ".join(own))
+        cluster = None
     layout = RunDir.create(plan.settings.out_dir, plan.settings.label())
     if on_run_dir is not None:
         on_run_dir(layout.root)

@@ -23,6 +23,8 @@ class PauseBroker(ParamsChecked):
     name: ClassVar[str] = "pause_broker"
     background: ClassVar[bool] = True
     fault: ClassVar[bool] = True
+    #: the run starts its own broker rather than pause or restart a shared one
+    needs_own_broker: ClassVar[bool] = True
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], where: str, facts: PlanFacts) -> list[str]:
