@@ -192,9 +192,16 @@ class Run:
 
     def execute(self, stack: ExitStack) -> None:
         """Run every phase; each registers what it starts on ``stack``."""
+        stack.callback(self.events.close)
+        try:
+            self._phases(stack)
+        finally:  # before the stack stops the parts: their stops are not deaths, nor restarts
+            if self.parts.watch is not None:
+                self.parts.watch.stop()
+
+    def _phases(self, stack: ExitStack) -> None:
         from .watch import PartDied
 
-        stack.callback(self.events.close)
         for name, phase in PHASES:
             self.events.emit("run_phase", phase=name)
             try:
