@@ -239,7 +239,6 @@ class Run:
 
     def topic_phase(self, stack: ExitStack) -> None:
         from ..kafka.admin import KafkaAdmin
-        from ..sources import make_lag_source
         from ..sources.bounded import BoundedLagReads
 
         cluster = self.parts.cluster
@@ -247,7 +246,6 @@ class Run:
         # closed after everything that reads lag through it has stopped, before the broker
         stack.callback(self.parts.admin.close)
         self.parts.admin.create_topic(self.topic, self.plan.profile.partitions)
-        make_lag_source("broker", self.parts.admin, self.group, self.topic)  # options checked
         lag_reads = BoundedLagReads(
             lambda: KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
                                timeout_s=LAG_READ_REQUEST_TIMEOUT_S),

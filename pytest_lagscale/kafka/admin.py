@@ -13,8 +13,9 @@ offset of each partition); the autoscaler reads it through
 :class:`pytest_lagscale.sources.broker.BrokerLagSource` (``KafkaLagSource`` here is its old
 name, kept as an alias for now).
 
-Source: specs/platform-notes.md §A "Topics from Python", §C "Lag and assignment via AdminClient";
-specs/keda-hpa-semantics.md §1.2-§1.3.
+Source: confluent-kafka-python ``AdminClient`` (create_topics, list_offsets,
+describe_consumer_groups); kedacore/keda v2.21.0 pkg/scalers/kafka_scaler.go (getConsumerOffsets,
+getLagForPartition).
 """
 
 from __future__ import annotations
@@ -279,8 +280,8 @@ class KafkaAdmin:
         offsets counts 0. Negative values are kept (KEDA does not clamp per partition).
 
         Source: kedacore/keda pkg/scalers/kafka_scaler.go getLagForPartition v2.20.2;
-        specs/keda-hpa-semantics.md §1.3 (rules 2, 4, 5, 7; no scaleToZeroOnInvalidOffset,
-        no excludePersistentLag — those live in control.keda.KafkaLagTrigger).
+        (no scaleToZeroOnInvalidOffset, no excludePersistentLag: those live in
+        control.keda.KafkaLagTrigger).
         """
         if offset_reset_policy not in ("latest", "earliest"):
             raise BrokerError(f"offsetResetPolicy: {offset_reset_policy!r} is not one of "

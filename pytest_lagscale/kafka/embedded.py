@@ -10,7 +10,8 @@ Life of one :class:`EmbeddedKafka`:
 5. ready when an AdminClient lists the cluster's metadata;
 6. stop: SIGTERM (controlled shutdown), SIGKILL after ``stop_timeout_s``, reap the whole group.
 
-Source: specs/platform-notes.md §A (StorageTool, minimal single-node properties, log4j2).
+Source: apache/kafka 4.x quickstart and config/server.properties (``kafka-storage format
+--standalone``, a combined broker+controller node), core/.../tools/StorageTool.scala.
 """
 
 from __future__ import annotations
@@ -152,8 +153,7 @@ def read_cluster_id(meta_properties: Path) -> str:
 def new_cluster_id() -> str:
     """A Kafka cluster id: 16 random bytes, URL-safe base64, no padding, not starting with '-'.
 
-    Source: apache/kafka clients/.../common/Uuid.java (toString) at 4.1.1;
-    specs/platform-notes.md §A.
+    Source: apache/kafka clients/.../common/Uuid.java (toString) at 4.1.1.
     """
     while True:
         cid = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")

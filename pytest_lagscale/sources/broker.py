@@ -1,8 +1,8 @@
 """The ``broker`` lag source: the group's committed offsets and the log-end offsets, read from the
 brokers through the AdminClient, exactly the input ``KafkaLagTrigger`` takes.
 
-Source: specs/platform-notes.md §C "Lag and assignment via AdminClient";
-specs/keda-hpa-semantics.md §1.2-§1.3
+Source: kedacore/keda v2.21.0 pkg/scalers/kafka_scaler.go (getConsumerOffsets, getLagForPartition);
+confluent-kafka-python ``AdminClient.list_offsets``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ One module per action, registered in :data:`pytest_lagscale.experiment.actions.A
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
@@ -141,9 +143,6 @@ def check_duration(params: Mapping[str, Any], where: str, key: str = "duration_s
 def hold_stopped(process: Any, duration_s: float, stopping: threading.Event) -> float:
     """SIGSTOP ``process``'s group, wait ``duration_s`` (less when the run stops), SIGCONT it
     whatever happens; returns the seconds it was stopped. A fault action's body."""
-    import signal
-    import time
-
     started = time.monotonic()
     process.signal(signal.SIGSTOP)
     try:
