@@ -22,14 +22,22 @@ def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame, max_lag_age_s: float | No
     if stale is not None and stale.any():  # a value older than allowed is a gap, not a line
         lag = lag.mask(stale)
     lag_ax.plot(timeline["t_s"], lag, color="tab:blue", label="total lag")
+    # where Prometheus itself scraped nothing (the controller's series is stale too), the
+    # rate's 0 and the consumers' last value are no observation: gaps as well
+    unscraped = (stale_mask(timeline, max_lag_age_s, "desired_replicas_age_s")
+                 if max_lag_age_s is not None else None)
     own = timeline["consumer_lag"] if "consumer_lag" in timeline else None
+    rate = timeline["consume_rate_per_s"].astype("float64")
+    if unscraped is not None and unscraped.any():
+        rate = rate.mask(unscraped)
+        own = own.mask(unscraped) if own is not None else None
     if own is not None and own.notna().any():
         # gaps (no replica reported) stay gaps: unknown, not 0
         lag_ax.plot(timeline["t_s"], own, color="tab:cyan", linestyle="--", linewidth=1.1,
                     label="consumer-reported lag")
     lag_ax.set_ylabel("total lag (records)")
     rate_ax = lag_ax.twinx()
-    rate_ax.plot(timeline["t_s"], timeline["consume_rate_per_s"], color="tab:purple",
+    rate_ax.plot(timeline["t_s"], rate, color="tab:purple",
                  linewidth=0.9, label="consume rate")
     rate_ax.set_ylabel("group consume rate (records/s)")
     handles = [h for ax in (lag_ax, rate_ax) for h in ax.get_legend_handles_labels()[0]]
@@ -56,11 +64,19 @@ def _mark(ax, spike: tuple[float, float] | None, steps: Sequence[ScaleStep]) -> 
 def _mark_faults(axes: Sequence, faults: Sequence[tuple[float, float, str]],
                  end_s: float) -> None:
     """A grey band per fault (``(start_s, duration_s, name)``; an open fault runs to the end),
-    its name at the bottom of the first panel."""
-    for start_s, duration_s, name in faults:
+    its name at the bottom of the first panel; faults starting within 3 s of each other (an
+    injected fault and what it caused) share one label."""
+    labels: list[tuple[float, str]] = []
+    for start_s, _, name in sorted(faults, key=lambda fault: fault[0]):
+        if labels and start_s - labels[-1][0] < 3.0:
+            labels[-1] = (labels[-1][0], f"{labels[-1][1]} + {name}")
+        else:
+            labels.append((start_s, name))
+    for start_s, duration_s, _ in faults:
         end = start_s + max(duration_s, 0.5) if duration_s is not None else end_s
         for ax in axes:
             ax.axvspan(start_s, end, color="black", alpha=0.12, linewidth=0)
+    for start_s, name in labels:
         axes[0].annotate(name, xy=(start_s, 0.0), xycoords=("data", "axes fraction"),
                          xytext=(2, 3), textcoords="offset points", rotation=90,
                          va="bottom", ha="left", fontsize=8, color="dimgray")

@@ -59,3 +59,31 @@ def test_consumer_reported_lag_is_drawn_beside_the_total_lag(matplotlib_imported
     ax = Figure().subplots()
     _plot_lag_and_rate(ax, table)
     assert [line.get_label() for line in ax.get_lines()] == labels
+
+
+def test_stale_samples_are_gaps_and_overlapping_faults_share_a_label(matplotlib_imported: None) -> None:
+    """Lag older than the limit is a gap; where Prometheus scraped nothing (the controller's
+    series stale too) the consume rate is a gap, not a 0; an injected fault and the restart it
+    caused are one label."""
+    import math
+
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from pytest_lagscale.report.timeline_png import _mark_faults, _plot_lag_and_rate
+
+    table = pd.DataFrame({"t_s": [0.0, 1.0, 2.0, 3.0], "total_lag": [900, 900, 900, 400],
+                          "consume_rate_per_s": [50.0, 0.0, 0.0, 60.0],
+                          "total_lag_age_s": [0.5, 5.0, 6.0, 0.5],
+                          "desired_replicas_age_s": [0.5, 0.5, 6.0, 0.5]})
+    lag_ax = Figure().subplots()
+    _plot_lag_and_rate(lag_ax, table, max_lag_age_s=4.0)
+    lag_line = lag_ax.get_lines()[0]
+    assert [math.isnan(v) for v in lag_line.get_ydata()] == [False, True, True, False]
+    rate_line = lag_ax.figure.axes[1].get_lines()[0]
+    assert [math.isnan(v) for v in rate_line.get_ydata()] == [False, False, True, False]
+    axes = Figure().subplots(2, 1)
+    _mark_faults(axes, [(90.0, 0.6, "kill_prometheus"), (90.2, 0.4, "part_restarted"),
+                        (150.0, None, "part_died")], end_s=200.0)
+    assert [t.get_text() for t in axes[0].texts] == ["kill_prometheus + part_restarted",
+                                                      "part_died"]
