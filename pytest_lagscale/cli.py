@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from .errors import ConfigError
+from .contract.errors import ConfigError
 
 app = typer.Typer(
     add_completion=False,

@@ -379,7 +379,7 @@ def check_run_options(values: dict[str, Any]) -> list[str]:
     Conflicts (kafka, policy vs scaledobject), files that must exist, bundled names that must
     resolve. Used by the plugin's ``pytest_cmdline_main`` and by ``lagscale run``.
     """
-    from .errors import ConfigError
+    from .contract.errors import ConfigError
 
     problems = []
     kafka = check_kafka_options(values.get("kafka") or "embedded", values.get("kafka_bootstrap"))

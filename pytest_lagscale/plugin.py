@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, NoReturn
 import pytest
 
 from . import options
-from .errors import ConfigError
+from .contract.errors import ConfigError
 from .session import LagscaleSession
 
 DEFAULT_PARTITIONS = {"ci": 8, "full": 24}
@@ -585,7 +585,7 @@ def _write_findings(config: pytest.Config, lagscale: LagscaleSession) -> None:
 
 def _check_baselines(path: Path) -> list[str]:
     """Load every baseline document up front, so a bad file stops the session before a run."""
-    from .errors import ConfigError
+    from .contract.errors import ConfigError
     from .report import benchjson
 
     files = sorted(path.glob("*.json")) if path.is_dir() else [path]

@@ -43,7 +43,7 @@ from typing import Literal, Mapping, Sequence
 
 from . import pidfiles
 from .contract.paths import cache_dir
-from .errors import ConfigError, LagscaleError
+from .contract.errors import ConfigError, LagscaleError
 from .exit_status import describe_exit
 from .lifecycle import StartStop
 

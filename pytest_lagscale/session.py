@@ -40,7 +40,7 @@ def _without_noop_lag_threshold(settings: Any) -> Any:
     if getattr(settings, "lag_threshold", None) is None:
         return settings
     from .config.policy import load_policy_manifest, with_lag_threshold
-    from .errors import ConfigError
+    from .contract.errors import ConfigError
 
     try:
         config = load_policy_manifest(settings.manifest_files()["policy"])
@@ -126,7 +126,7 @@ class LagscaleSession:
         """Set each run's verdict against its baseline document (see :class:`_Run`)."""
         if self.baseline is None:
             return
-        from .errors import ConfigError
+        from .contract.errors import ConfigError
         from .report import benchjson
         from .report.compare import compare_documents
 

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping
 
 from .contract.clock import Clock, RealClock
 from .contract.jvm import LOG4J2_PROPERTIES
-from .errors import LagscaleError, ReadinessTimeout
+from .contract.errors import LagscaleError, ReadinessTimeout
 from .exit_status import describe_exit
 from .kafka.embedded import free_port
 from .lifecycle import HomeProcess

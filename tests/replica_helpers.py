@@ -4,8 +4,8 @@ the replica imports nothing from the harness but the contract layer, these helpe
 :class:`ReplicaProcess` runs ``python -m spark_consumer`` under
 :class:`~pytest_lagscale.process.ManagedProcess` and reads what the replica exposes: its port
 file, ``/ready``, ``/metrics`` and its JSONL event log. Every wait is bounded and fails with
-:class:`~pytest_lagscale.errors.ReadinessTimeout` or
-:class:`~pytest_lagscale.errors.ReplicaExited` carrying the last 20 lines of the replica's log.
+:class:`~pytest_lagscale.contract.errors.ReadinessTimeout` or
+:class:`~pytest_lagscale.contract.errors.ReplicaExited` carrying the last 20 lines of the replica's log.
 """
 
 from __future__ import annotations

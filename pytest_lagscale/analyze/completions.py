@@ -26,7 +26,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: Seconds per bin of :func:`read_completions`.
 COMPLETION_BIN_S = 0.1

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from ..contract.jvm import (LOCAL_SESSION_SETTINGS, LOG4J2_PROPERTIES, core_jars_first,
                             launch_gateway, shutdown_gateway)
-from ..errors import LagscaleError
+from ..contract.errors import LagscaleError
 from ..lifecycle import StartStop
 
 log = logging.getLogger(__name__)

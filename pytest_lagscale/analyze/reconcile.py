@@ -7,7 +7,7 @@ Inputs:
   *produced set* is every ``(partition, offset)`` with ``first_offset <= offset <= last_offset``.
   That is exact only when the acknowledged offsets are contiguous (idempotent producer, fresh
   topic: ``count == last_offset - first_offset + 1``), so a partition whose count does not match
-  its range is a :class:`~pytest_lagscale.errors.ConfigError` rather than a guess.
+  its range is a :class:`~pytest_lagscale.contract.errors.ConfigError` rather than a guess.
 * The replicas' store (``spark_consumer/store.py``): ``<store>/<replica_id>/<incarnation>-
   <batch>.parquet``, one row per processed record. Only the ``partition`` (int32) and ``offset``
   (int64) columns are read. Files whose name starts with ``.`` (temporaries being written) or
@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from ..load.manifest import Manifest
 from .local_spark import LocalSpark
 

@@ -30,7 +30,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
-from ..errors import LagscaleError
+from ..contract.errors import LagscaleError
 from ..lifecycle import StartStop
 
 log = logging.getLogger(__name__)

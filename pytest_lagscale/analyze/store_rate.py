@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: Seconds per time bin of the aggregated store tables (and grid step of the windowed rate).
 BIN_S = 0.1

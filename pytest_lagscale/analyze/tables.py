@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 TIMELINE_COLUMNS: dict[str, str] = {
     "t_s": "float64",
@@ -84,7 +84,7 @@ def events_from_records(records: Iterable[Mapping[str, Any]],
     """Build the event table from parsed JSONL event-log records.
 
     Args:
-        records: dicts as written by :class:`pytest_lagscale.eventlog.EventLog` (keys ``event``,
+        records: dicts as written by :class:`pytest_lagscale.contract.eventlog.EventLog` (keys ``event``,
             ``source``, ``wall_time``, ``wall_ns``, ``monotonic_s`` plus event fields), from any
             number of logs, in any order.
         origin_s: monotonic seconds of run start; ``t_s = monotonic_s - origin_s``. Default: the

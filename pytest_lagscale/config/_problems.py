@@ -1,4 +1,4 @@
-"""Problem lines for :class:`~pytest_lagscale.errors.ConfigError` and typed readers of YAML nodes.
+"""Problem lines for :class:`~pytest_lagscale.contract.errors.ConfigError` and typed readers of YAML nodes.
 
 Every line has one shape, so tests can match whole strings::
 
@@ -16,7 +16,7 @@ import difflib
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "no value"})()
 """Sentinel for a key that is absent; its repr is ``no value``."""

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from pytest_lagscale.config._problems import MISSING, Problems, join, nearest
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 
 class UniqueKeyLoader(yaml.SafeLoader):

@@ -29,7 +29,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from pytest_lagscale.errors import ConfigError, LagscaleError
+from pytest_lagscale.contract.errors import ConfigError, LagscaleError
 
 SCALES = ("ci", "full")
 _PACKAGE = "pytest_lagscale"

@@ -16,7 +16,7 @@ from pytest_lagscale.config.bundled import SCALES, data_path, manifest_paths
 from pytest_lagscale.config.deployment import DeploymentConfig, load_deployment
 from pytest_lagscale.config.hpa import CpuHpaConfig, load_cpu_hpa
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig, load_scaled_object
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 K8S_DIR = data_path("k8s")
 __all__ = ["K8S_DIR", "SCALES", "Manifests", "check_manifests", "load_manifests", "manifest_paths"]

@@ -28,7 +28,7 @@ from pytest_lagscale.config._problems import MISSING, Problems
 from pytest_lagscale.config.hpa import HpaConfig, parse_hpa
 from pytest_lagscale.config.lag_per_slot import LagPerSlotConfig, parse_lag_per_slot
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig, parse_scaled_object
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_lagscale.control.policy.base import ScalingPolicy

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..errors import LagscaleError
+from ..contract.errors import LagscaleError
 from ..lifecycle import StartStop
 from ..sources.base import UtcNow, utc_now
 from ..sources.credentials import Secret

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..clock import Clock, RealClock
+from ..contract.clock import Clock, RealClock
 from ..lifecycle import StartStop
 from ..sources.base import TotalLagSource, UtcNow, utc_now
 from ..sources.cloudwatch import DIMENSIONS, METRIC_NAME, NAMESPACE

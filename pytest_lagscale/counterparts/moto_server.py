@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ..errors import LagscaleError, ReadinessTimeout
+from ..contract.errors import LagscaleError, ReadinessTimeout
 from ..exit_status import describe_exit
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop

@@ -12,7 +12,7 @@ from ..analyze.measure import RunSpec, measure
 from ..analyze.skew import counts_by_partition
 from ..analyze.store_rate import read_store_times
 from ..analyze.tables import events_from_records, spike_window
-from ..errors import LagscaleError
+from ..contract.errors import LagscaleError
 from ..report.benchjson import Inputs
 from .environment import commit_info, machine_info, versions
 from .result import RunResult, run_title

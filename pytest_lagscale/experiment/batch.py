@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable, Mapping
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .concurrent import run_concurrently
 from .finished import FinishedRun, read_finished_run
 

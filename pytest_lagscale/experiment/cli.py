@@ -58,7 +58,7 @@ def _run(**values: Any) -> None:
     """
     from rich.console import Console
 
-    from ..errors import ConfigError, LagscaleError
+    from ..contract.errors import ConfigError, LagscaleError
     from .plan import plan_run
 
     dry_run = values.pop("dry_run", False)
@@ -72,7 +72,7 @@ def _run(**values: Any) -> None:
         except ConfigError as exc:
             problems = exc.problems
     if not problems and values.get("kafka") == "external":
-        from ..errors import BrokerError
+        from ..contract.errors import BrokerError
         from ..kafka.external import probe
 
         try:  # the cluster answers, before any run directory or process exists

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..errors import ConfigError, LagscaleError
+from ..contract.errors import ConfigError, LagscaleError
 from ..exit_status import describe_exit
 from ..process import ManagedProcess
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..analyze.tables import events_from_records
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 
 @dataclass(frozen=True)

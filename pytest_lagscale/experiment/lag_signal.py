@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from ..options import LAG_SOURCE_KINDS
 
 #: The ``Cluster Name`` dimension the run publishes SumOffsetLag under (MSK's cluster name).

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..config.deployment import DeploymentConfig, load_deployment
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from ..load.profiles import Profile, load_profile
 from .actions import PlanFacts, Scheduled, plan_actions
 from .lag_signal import LagSourcePlan, plan_lag_source

@@ -26,7 +26,7 @@ then, with everything stopped: ``analyse`` (merged events, reconciliation on Spa
 measurements, ``benchmark.json``, ``timeline.png``, ``summary.md``).
 
 Every phase start is a ``run_phase`` event in ``runner.events.jsonl``, beside the ``action``
-events. Time: the runner reads only its injected :class:`~pytest_lagscale.clock.Clock`;
+events. Time: the runner reads only its injected :class:`~pytest_lagscale.contract.clock.Clock`;
 ``t_s = 0`` is the load start in both tables (the event table's monotonic origin and the
 timeline's wall-clock start are read at the same instant).
 """
@@ -43,10 +43,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..clock import Clock, RealClock
+from ..contract.clock import Clock, RealClock
 from ..contract.rundir import RunDir
-from ..errors import LagscaleError
-from ..eventlog import EventLog
+from ..contract.errors import LagscaleError
+from ..contract.eventlog import EventLog
 from ..observe.lag_exporter import partition_lag
 from .plan import RunPlan, plan_run
 from .progress import RunProgress

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..errors import LagscaleError
+from ..contract.errors import LagscaleError
 from ..exit_status import describe_exit
 
 log = logging.getLogger(__name__)

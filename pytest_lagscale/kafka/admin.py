@@ -30,7 +30,7 @@ from typing import Any, Callable, Literal, Mapping, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
-from ..errors import BrokerError
+from ..contract.errors import BrokerError
 from .client_log import librdkafka_config, serve_logs
 
 log = logging.getLogger(__name__)

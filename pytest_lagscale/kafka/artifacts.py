@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.bundled import data_path
-from ..errors import BrokerError
+from ..contract.errors import BrokerError
 from ..process import cache_dir
 
 _POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import BrokerError
+from ..contract.errors import BrokerError
 from ..lifecycle import StartStop
 
 DEFAULT_IMAGE = "apache/kafka:4.3.1"

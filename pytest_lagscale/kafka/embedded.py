@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import BrokerError, ReadinessTimeout
+from ..contract.errors import BrokerError, ReadinessTimeout
 from ..exit_status import describe_exit
 from ..lifecycle import HomeProcess
 from ..process import ManagedProcess

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from ..errors import BrokerError
+from ..contract.errors import BrokerError
 from ..lifecycle import StartStop
 from .client_log import librdkafka_config
 

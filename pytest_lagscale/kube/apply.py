@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ..contract.clock import Clock, RealClock
-from ..errors import LagscaleError, ReadinessTimeout
+from ..contract.errors import LagscaleError, ReadinessTimeout
 from . import manifests
 from .commands import Layout
 

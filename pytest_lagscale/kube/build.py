@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..contract.paths import cache_dir
-from ..errors import ConfigError, LagscaleError
+from ..contract.errors import ConfigError, LagscaleError
 from . import pins
 
 BOOTSTRAP_COMMAND = "scripts/bootstrap --with-kube"

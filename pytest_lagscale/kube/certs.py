@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 LOOPBACK_IP = "127.0.0.1"
 LOOPBACK_DNS = "localhost"

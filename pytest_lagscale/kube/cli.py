@@ -48,7 +48,7 @@ def up(
     """
     from ..config.bundled import resolve_manifest
     from ..config.policy import load_policy_manifest
-    from ..errors import ConfigError, LagscaleError
+    from ..contract.errors import ConfigError, LagscaleError
     from ..platform.kubernetes import check_policy, hpa_timing
     from . import build
 

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, LagscaleError
+from ..contract.errors import ConfigError, LagscaleError
 from .manifests import EXTERNAL_METRICS_APISERVICE
 
 SCALEDOBJECT_CRD = "scaledobjects.keda.sh"
@@ -110,7 +110,7 @@ def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None) -> Clu
     """
     from kubernetes import client
 
-    from ..clock import RealClock
+    from ..contract.clock import RealClock
 
     clock = clock or RealClock()
     server = api.configuration.host

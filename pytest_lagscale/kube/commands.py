@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Mapping
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .certs import LOOPBACK_IP, Pki
 
 LOOPBACK = LOOPBACK_IP

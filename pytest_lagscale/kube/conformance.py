@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .shadow import ConformanceReport, align_syncs, conformance, hpa_spec_view, shadow_decisions
 
 

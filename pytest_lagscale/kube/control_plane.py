@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..contract.clock import Clock, RealClock
-from ..errors import LagscaleError, ReadinessTimeout
+from ..contract.errors import LagscaleError, ReadinessTimeout
 from ..exit_status import describe_exit
 from ..lifecycle import StartStop
 from . import build, certs, kubeconfig, pins

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .certs import Pki
 
 CLUSTER = "lagscale"

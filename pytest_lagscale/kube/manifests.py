@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 KEDA_MODULE = "github.com/kedacore/keda/v2"
 ADAPTER_SERVICE = "keda-metrics-apiserver"

@@ -41,8 +41,8 @@ from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from ..clock import Clock, RealClock
-from ..errors import LagscaleError
+from ..contract.clock import Clock, RealClock
+from ..contract.errors import LagscaleError
 from ..lifecycle import StartStop
 from ..sources.base import UtcNow, utc_now
 from .certs import LOOPBACK_IP, Pki, adapter_service_name
@@ -58,7 +58,7 @@ IDLE_TIMEOUT_S = 120.0  # longer than Go's 90 s IdleConnTimeout: the client clos
 
 
 class EventSink(Protocol):
-    """What the tap needs of :class:`pytest_lagscale.eventlog.EventLog`."""
+    """What the tap needs of :class:`pytest_lagscale.contract.eventlog.EventLog`."""
 
     def emit(self, event: str, **fields: Any) -> Any: ...
 

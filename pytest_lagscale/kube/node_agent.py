@@ -42,9 +42,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..clock import Clock, RealClock
+from ..contract.clock import Clock, RealClock
 from ..contract.rundir import RunDir
-from ..eventlog import EventLog
+from ..contract.eventlog import EventLog
 from ..exit_status import exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop

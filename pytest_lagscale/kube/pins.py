@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: component -> the binaries its wrapper module builds, in build order.
 COMPONENTS: dict[str, tuple[str, ...]] = {

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from ..config.replica_args import program_end
 from ..contract.flags import PLATFORM_FLAGS
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 NODE_NAME = "lagscale-local"
 LOOPBACK_IP = "127.0.0.1"

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Optional
 import typer
 
 from ..cli import app, fail_usage
-from ..errors import BrokerError, ConfigError
+from ..contract.errors import BrokerError, ConfigError
 from .profiles import Profile, ProfileOverrides, load_profile
 from .schedule import Schedule
 

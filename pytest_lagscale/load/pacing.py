@@ -4,7 +4,7 @@ Every ``tick_s`` (default 5 ms) the loop wakes, computes from the :class:`Schedu
 records are due by now, stamps them with the wall-clock time and hands them to a :class:`Sink`
 in chunks. A record's send time comes from the schedule, never from when earlier sends
 completed: a slow sink makes records late (reported as send delay and a lower achieved rate),
-it does not lower the offered load. Time comes from a :class:`~pytest_lagscale.clock.Clock`,
+it does not lower the offered load. Time comes from a :class:`~pytest_lagscale.contract.clock.Clock`,
 so tests drive the loop with a ``FakeClock``.
 """
 
@@ -17,7 +17,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..clock import Clock
+from ..contract.clock import Clock
 from .events import EventSource
 from .report import StepResult
 from .schedule import Schedule

@@ -29,8 +29,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..clock import Clock, RealClock
-from ..errors import BrokerError
+from ..contract.clock import Clock, RealClock
+from ..contract.errors import BrokerError
 from ..kafka.client_log import librdkafka_config
 from .events import EVENT_SIZE_BYTES, KEY_SIZE_BYTES, EventSource
 from .manifest import DeliveryTracker, Manifest

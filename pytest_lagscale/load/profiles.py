@@ -17,7 +17,7 @@ from typing import Any, Mapping, Union
 
 import yaml
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .schedule import Step
 from .schema import (COMMON, FIELDS, KINDS, REQUIRED, STEP_ENTRY, Checker, check_cross,
                      check_steps_order, nearest)

@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..errors import ConfigError, LagscaleError, ReadinessTimeout
+from ..contract.errors import ConfigError, LagscaleError, ReadinessTimeout
 from ..exit_status import describe_exit
 from ..kafka.artifacts import fixtures_dir
 from ..kafka.embedded import free_port

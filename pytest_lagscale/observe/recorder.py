@@ -76,7 +76,7 @@ import pandas as pd
 
 from ..analyze.tables import TIMELINE_COLUMNS, check_timeline
 from ..contract.rundir import merge_event_logs  # noqa: F401  (re-exported by observe)
-from ..errors import ConfigError, LagscaleError
+from ..contract.errors import ConfigError, LagscaleError
 
 #: Columns forward-filled across missing samples (0 before the first sample).
 GAUGE_COLUMNS: tuple[str, ...] = ("total_lag", "desired_replicas", "current_replicas")

@@ -31,7 +31,7 @@ def platform_class(kind: str) -> Any:
     """
     target = PLATFORMS.get(kind)
     if target is None:
-        from ..errors import ConfigError
+        from ..contract.errors import ConfigError
 
         raise ConfigError(f"--platform: {kind!r} is not one of {', '.join(PLATFORMS)}; use "
                           "--platform=local")

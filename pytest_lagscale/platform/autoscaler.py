@@ -39,11 +39,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from ..clock import Clock, RealClock
+from ..contract.clock import Clock, RealClock
 from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import ExternalMetric, Observation, ValueReading
 from ..control.policy.base import PolicyStep, ScalingPolicy
-from ..eventlog import EventLog
+from ..contract.eventlog import EventLog
 from ..lifecycle import StartStop
 from ..sources.base import LagSource, TotalLag, offsets_total_records, utc_now
 from .base import Platform

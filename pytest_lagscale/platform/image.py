@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..contract.flags import ENV_PREFIX, FLAG_BY_OPTION
-from ..errors import ReplicaError
+from ..contract.errors import ReplicaError
 from ..exit_status import describe_exit
 from ..process import ManagedProcess
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..clock import Clock, RealClock
-from ..errors import ConfigError
-from ..eventlog import EventLog
+from ..contract.clock import Clock, RealClock
+from ..contract.errors import ConfigError
+from ..contract.eventlog import EventLog
 from ..lifecycle import StartStop
 
 POLL_S = 0.2

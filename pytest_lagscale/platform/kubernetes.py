@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock, RealClock
+from ..contract.clock import Clock, RealClock
 from ..contract.rundir import RunDir
-from ..errors import ConfigError, ReplicaError
-from ..eventlog import EventLog
+from ..contract.errors import ConfigError, ReplicaError
+from ..contract.eventlog import EventLog
 from ..lifecycle import StartStop
 
 NAMESPACE = "lagscale"

@@ -62,11 +62,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from ..clock import Clock, RealClock
+from ..contract.clock import Clock, RealClock
 from ..contract.flags import PLATFORM_FLAGS
 from ..contract.rundir import RunDir
-from ..errors import ConfigError, ReplicaError
-from ..eventlog import EventLog
+from ..contract.errors import ConfigError, ReplicaError
+from ..contract.eventlog import EventLog
 from ..exit_status import describe_exit, exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop

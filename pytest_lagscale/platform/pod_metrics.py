@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..control.hpa import PodMetric
-from ..errors import LagscaleError
+from ..contract.errors import LagscaleError
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Optional
 import typer
 
 from ..cli import app, fail_usage
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 DEFAULT_DIR = Path("benchmarks/baselines")
 #: Fewer samples than this per label is allowed but warned about (the spread is guesswork).

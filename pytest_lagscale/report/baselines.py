@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .compare import DEPENDS_ON
 
 #: Metrics whose doubling the gate must catch (the issue's reaction, drain, replica-seconds).

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import __version__
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 SCHEMA_VERSION = 1
 DIRECTIONS = ("lower_is_better", "higher_is_better")

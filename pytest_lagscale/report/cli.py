@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from ..cli import EXIT_USAGE, app
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 EXIT_REGRESSION = 1
 WIDE = 120

@@ -3,7 +3,7 @@
 Checks are objects whose ``fails(baseline, current)`` returns a one-line reason or None (as
 pytest-benchmark's ``PercentageRegressionCheck``), but the direction is always explicit.
 :func:`compare_documents` returns one :class:`Row` per metric and a verdict;
-:func:`check_regressions` raises :class:`~pytest_lagscale.errors.RegressionError` with the
+:func:`check_regressions` raises :class:`~pytest_lagscale.contract.errors.RegressionError` with the
 table of regressions; :func:`render_comparison` draws the rows as a rich table.
 """
 
@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
-from ..errors import RegressionError
+from ..contract.errors import RegressionError
 
 LOWER, HIGHER = "lower_is_better", "higher_is_better"
 STATUSES = ("regression", "improvement", "within_tolerance", "missing", "new", "ungated",

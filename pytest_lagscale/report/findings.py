@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 EXPERIMENTS = range(1, 11)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import typer
 
 from ..cli import app, fail_usage
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 DEFAULT_OUT = Path("lagscale-findings")
 

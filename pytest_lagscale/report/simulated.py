@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: The headline figures predicted, in the order the report prints them.
 FIGURES = ("reaction_time_s", "peak_lag_records", "drain_time_s", "replica_seconds",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .base import GroupOffsets, LagSource, LagSourceError, TotalLag, TotalLagSource
 from .broker import BrokerLagSource
 from .cloudwatch import CloudWatchLagSource

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
-from ..errors import LagscaleError
+from ..contract.errors import LagscaleError
 
 #: ``{partition: (committed_offset, log_end_offset)}``; committed -1 = none committed,
 #: log_end None = missing from the latest-offset response.

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any, Callable, ClassVar
 
-from ..errors import BrokerError
+from ..contract.errors import BrokerError
 from .base import GroupOffsets, TotalLag, offsets_total_records, utc_now
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from ..config._problems import Problems
 from ..control.keda.aws_cloudwatch import is_cloudwatch_period
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from . import _options
 from .base import EMPTY_POLICIES, LagSourceError, TotalLag, UtcNow, finite_lag, utc_now
 from .credentials import Secret, secret_from_env

@@ -39,7 +39,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
 from ..config._problems import Problems
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from . import _options
 from .base import EMPTY_POLICIES, LagSourceError, TotalLag, UtcNow, finite_lag, utc_now
 from .credentials import Secret, secret_from_env

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: What every secret shows instead of its value.
 REDACTED = "***"

@@ -47,7 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .facts import RunFacts, run_settings
 from .params import SCHEMA_VERSION
 

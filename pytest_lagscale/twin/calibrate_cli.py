@@ -23,7 +23,7 @@ from typing import List, Optional
 import typer
 
 from ..cli import app, fail_usage
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 twin_app = typer.Typer(help="The twin's calibration from real runs.", no_args_is_help=True)
 app.add_typer(twin_app, name="twin")

@@ -19,7 +19,7 @@ from typing import Optional
 import typer
 
 from ..cli import app, fail_usage
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 DEFAULT_OUT = Path("lagscale-runs")
 MAX_DRAWS = 1000

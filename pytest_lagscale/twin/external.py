@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from ..control.keda.external import ExternalScalerCall
 from ..control.observation import ExternalMetric
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from ..scalers.persistent_lag.metadata import PersistentLagSettings, parse_metadata
 from ..scalers.persistent_lag.sampler import lag_by_partition
 from ..scalers.persistent_lag.window import PersistentLagWindow

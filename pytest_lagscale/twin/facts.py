@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: Events whose first occurrence per replica is kept (replica event name -> lifecycle key).
 LIFECYCLE_EVENTS = ("replica_started", "engine_ready", "subscribed", "joined", "assigned",

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .facts import read_benchmark, run_settings
 from .run import HEADLINE
 

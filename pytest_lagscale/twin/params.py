@@ -43,7 +43,7 @@ from typing import Any, Mapping
 
 from ..config._problems import MISSING, Problems, join
 from ..config._read import load_yaml, mapping
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 SCHEMA_VERSION = 1
 ENGINES = ("spark", "arrow")

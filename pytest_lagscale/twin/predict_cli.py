@@ -26,7 +26,7 @@ from typing import Any, List
 import typer
 
 from ..cli import fail_usage
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .calibrate_cli import twin_app
 
 

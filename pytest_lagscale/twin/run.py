@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..analyze.measure import Measurements, RunSpec, measure
 from ..analyze.tables import events_from_records
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .driver import DriveInputs, drive
 from .load import Production, production
 from .params import TwinParams, twin_params

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..config._problems import nearest
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: Share of the draws that must meet an SLO.
 QUANTILE = 0.95

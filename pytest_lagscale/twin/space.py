@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..config._problems import nearest
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 
 #: Values of a ``LO..HI`` range without ``:N``.
 DEFAULT_STEPS = 5

@@ -21,7 +21,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .run import HEADLINE
 from .slo import Slo
 from .space import Axis, apply_point, grid

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import typer
 
 from ..cli import app, fail_usage
-from ..errors import ConfigError, LagscaleError
+from ..contract.errors import ConfigError, LagscaleError
 from .tune import DEFAULT_BUDGET, MAX_DRAWS
 
 DEFAULT_OUT = Path("lagscale-runs")

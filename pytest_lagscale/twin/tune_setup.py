@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import ConfigError
+from ..contract.errors import ConfigError
 from .tune import DEFAULT_BUDGET, MAX_DRAWS, TuneRequest
 
 

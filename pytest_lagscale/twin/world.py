@@ -39,7 +39,7 @@ SIGTERM_DELAY_S = 0.1
 
 
 class EventSink:
-    """Collects event records shaped like :class:`~pytest_lagscale.eventlog.EventLog`'s."""
+    """Collects event records shaped like :class:`~pytest_lagscale.contract.eventlog.EventLog`'s."""
 
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []

@@ -18,7 +18,7 @@ from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.config.policy import build_policy
 from pytest_lagscale.config.scaledobject import load_scaled_object
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler
 from pytest_lagscale.platform.local import LocalDeployment, template_from_deployment

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError, LagscaleError
+from pytest_lagscale.contract.errors import ConfigError, LagscaleError
 from pytest_lagscale.experiment.concurrent import run_argv, run_concurrently
 from pytest_lagscale.process import group_members
 

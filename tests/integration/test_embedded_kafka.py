@@ -12,7 +12,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from pytest_lagscale.errors import BrokerError
+from pytest_lagscale.contract.errors import BrokerError
 from pytest_lagscale.kafka.admin import KafkaAdmin, KafkaLagSource
 from pytest_lagscale.kafka.embedded import EmbeddedKafka
 from pytest_lagscale.process import group_members

@@ -217,7 +217,7 @@ def test_a_process_started_after_its_starter_thread_ended_stays_up(tmp_path) -> 
 LIBRDKAFKA_SCRIPT = """
 import sys
 from confluent_kafka import Producer
-from pytest_lagscale.errors import BrokerError
+from pytest_lagscale.contract.errors import BrokerError
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.kafka.client_log import librdkafka_config, librdkafka_log_to
 

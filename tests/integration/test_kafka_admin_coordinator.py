@@ -31,7 +31,7 @@ def _child(code: str) -> subprocess.CompletedProcess[str]:
 def test_committed_offsets_raise_a_broker_error_while_the_coordinator_moves() -> None:
     with NotCoordinatorBroker() as broker:
         done = _child(f"""
-            from pytest_lagscale.errors import BrokerError
+            from pytest_lagscale.contract.errors import BrokerError
             from pytest_lagscale.kafka.admin import KafkaAdmin
 
             with KafkaAdmin({broker.bootstrap_servers!r}, timeout_s=1.0) as admin:

@@ -27,7 +27,7 @@ from typing import Iterator
 import pytest
 
 from pytest_lagscale.config.policy import load_policy_manifest
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kube import build
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment
 from pytest_lagscale.process import RUN_ID_ENV, reap_run

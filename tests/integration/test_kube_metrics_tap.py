@@ -20,8 +20,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from pytest_lagscale.clock import FakeClock
-from pytest_lagscale.eventlog import EventLog, read_events
+from pytest_lagscale.contract.clock import FakeClock
+from pytest_lagscale.contract.eventlog import EventLog, read_events
 from pytest_lagscale.kube import certs
 from pytest_lagscale.kube.metric_reads import MetricRead
 from pytest_lagscale.kube.metrics_tap import MetricsTap

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from pytest_lagscale.config.policy import load_policy_manifest
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kube import build
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment, hpa_timing
 

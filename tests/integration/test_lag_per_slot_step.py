@@ -20,7 +20,7 @@ import yaml
 
 from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.config.policy import build_policy, parse_policy_manifest
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler
 from pytest_lagscale.platform.local import LocalDeployment, template_from_deployment

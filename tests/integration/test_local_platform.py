@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.eventlog import read_events
-from pytest_lagscale.errors import ReplicaError
+from pytest_lagscale.contract.eventlog import read_events
+from pytest_lagscale.contract.errors import ReplicaError
 from pytest_lagscale.platform.local import LivenessCheck, LocalDeployment, ReplicaTemplate
 from pytest_lagscale.process import group_members
 

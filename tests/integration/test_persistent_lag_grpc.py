@@ -12,7 +12,7 @@ import pytest
 
 grpc = pytest.importorskip("grpc", reason="grpcio missing: pip install -e '.[scaler]'")
 
-from pytest_lagscale.errors import BrokerError  # noqa: E402
+from pytest_lagscale.contract.errors import BrokerError  # noqa: E402
 from pytest_lagscale.scalers.externalscaler import externalscaler_pb2 as pb2  # noqa: E402
 from pytest_lagscale.scalers.externalscaler.client import (  # noqa: E402
     ExternalScalerClient,

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.config.policy import build_policy, load_policy_manifest
 from pytest_lagscale.control.hpa import MetricError, PodMetric, proposal_for_pods_metric
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.observe.prometheus import PrometheusServer
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler

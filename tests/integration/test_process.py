@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pytest_lagscale.errors import LagscaleError
+from pytest_lagscale.contract.errors import LagscaleError
 from pytest_lagscale.process import ManagedProcess, group_members, reap_run
 
 IGNORE_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \

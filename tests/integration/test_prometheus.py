@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
-from pytest_lagscale.errors import LagscaleError, ReadinessTimeout
+from pytest_lagscale.contract.errors import LagscaleError, ReadinessTimeout
 from pytest_lagscale.observe.prometheus import PrometheusServer
 from pytest_lagscale.observe.recorder import Recorder
 from pytest_lagscale.process import group_members

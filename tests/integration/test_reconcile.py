@@ -15,7 +15,7 @@ import pytest
 from pytest_lagscale.analyze import reconcile, reconcile_arrow
 from pytest_lagscale.analyze.local_spark import LocalSpark
 from pytest_lagscale.analyze.reconcile_worker import shared_pid
-from pytest_lagscale.errors import LagscaleError
+from pytest_lagscale.contract.errors import LagscaleError
 from tests.unit.analyze.test_reconcile import CASES, Case, build, counts, random_store
 
 # One worker under xdist: the module fixture is set up once.

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_lagscale.analyze import reconcile_arrow
 from pytest_lagscale.analyze.reconcile_worker import ReconcileWorker
-from pytest_lagscale.errors import LagscaleError
+from pytest_lagscale.contract.errors import LagscaleError
 from tests.unit.analyze.test_reconcile import counts, random_store
 
 pytestmark = pytest.mark.integration

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.clock import RealClock
+from pytest_lagscale.contract.clock import RealClock
 from pytest_lagscale.config.bundled import manifest_paths
 from pytest_lagscale.config.deployment import load_deployment
 from pytest_lagscale.contract.rundir import RunDir
-from pytest_lagscale.eventlog import EventLog, read_events
+from pytest_lagscale.contract.eventlog import EventLog, read_events
 from pytest_lagscale.experiment.actions import (ActionContext, ActionScheduler, PlanFacts,
                                                 plan_actions)
 from pytest_lagscale.experiment.plan import static_membership_flags

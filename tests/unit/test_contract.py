@@ -15,7 +15,7 @@ from pytest_lagscale.config._problems import Problems, show
 from pytest_lagscale.config.deployment import parse_deployment
 from pytest_lagscale.config.replica_args import collect_replica_args
 from pytest_lagscale.contract import flags
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from spark_consumer.options import parse_options
 
 from .config._helpers import committed, edited

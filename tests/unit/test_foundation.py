@@ -10,9 +10,9 @@ import signal
 
 import pytest
 
-from pytest_lagscale.clock import Clock, FakeClock, RealClock
-from pytest_lagscale.errors import BrokerError, ConfigError, LagscaleError, ReadinessTimeout
-from pytest_lagscale.eventlog import EventLog, read_events
+from pytest_lagscale.contract.clock import Clock, FakeClock, RealClock
+from pytest_lagscale.contract.errors import BrokerError, ConfigError, LagscaleError, ReadinessTimeout
+from pytest_lagscale.contract.eventlog import EventLog, read_events
 from pytest_lagscale.kafka import artifacts, make_cluster
 from pytest_lagscale.kafka.embedded import new_cluster_id
 from pytest_lagscale.options import check_kafka_options, parse_kafka_config

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from pytest_lagscale.errors import BrokerError
+from pytest_lagscale.contract.errors import BrokerError
 from pytest_lagscale.kafka import admin as admin_module
 from pytest_lagscale.kafka.admin import KafkaAdmin
 

@@ -20,7 +20,7 @@ from pytest_lagscale.control.hpa.stabilization import (
     stabilize_legacy,
     stabilize_with_behavior,
 )
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 
 @dataclass(frozen=True)

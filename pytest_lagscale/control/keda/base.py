@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_lagscale.control.hpa.replica_calculator import proposal_for_average_value, proposal_for_value
-from pytest_lagscale.errors import LagscaleError
+from pytest_lagscale.contract.errors import LagscaleError
 
 if TYPE_CHECKING:
     from pytest_lagscale.config._problems import Problems

@@ -16,7 +16,7 @@ from pytest_lagscale.config import _read
 from pytest_lagscale.config._problems import MISSING, join
 from pytest_lagscale.control.hpa.replica_calculator import MetricError, PodCpu, proposal_for_utilization
 from pytest_lagscale.control.keda.base import MetricTarget, TriggerError, TriggerResult
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_lagscale.config._problems import Problems

@@ -19,7 +19,7 @@ from pytest_lagscale.control.keda.kafka_metadata import (
     collect_kafka_trigger_metadata,
     parse_kafka_trigger_metadata,
 )
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_lagscale.config._problems import Problems

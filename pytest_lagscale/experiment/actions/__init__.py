@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
-from ...errors import ConfigError
+from ...contract.errors import ConfigError
 from .base import ActionContext, PlanFacts, ScheduledAction
 from .hang_replica import HangReplica
 from .increase_partitions import IncreasePartitions

@@ -106,7 +106,7 @@ class ParamsChecked:
         problems = unknown_params(params, cls.param_names(), where)
         problems += cls.check_params(params, where, facts)
         if problems:
-            from ...errors import ConfigError
+            from ...contract.errors import ConfigError
 
             raise ConfigError(problems)
         return cls(**params)
@@ -154,7 +154,7 @@ def hold_stopped(process: Any, duration_s: float, stopping: threading.Event) -> 
 
 def broker_process(ctx: "ActionContext", action: str) -> Any:
     """The run's embedded broker's process, or a ConfigError naming ``action``."""
-    from ...errors import ConfigError
+    from ...contract.errors import ConfigError
 
     process = getattr(ctx.cluster, "process", None)
     if process is None or not hasattr(ctx.cluster, "restart"):

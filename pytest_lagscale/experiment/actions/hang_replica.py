@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from ...errors import ConfigError
+from ...contract.errors import ConfigError
 from .base import ActionContext, ParamsChecked, PlanFacts, check_duration, hold_stopped
 from .kill_replica import check_replica, pick_replica
 

@@ -9,7 +9,7 @@ import signal as signal_module
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from ...errors import ConfigError
+from ...contract.errors import ConfigError
 from .base import ActionContext, ParamsChecked, PlanFacts
 
 _SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT", "SIGSTOP", "SIGCONT")

@@ -36,7 +36,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
-from ...errors import ConfigError, ReplicaError
+from ...contract.errors import ConfigError, ReplicaError
 from .base import ActionContext, ParamsChecked, PlanFacts
 
 #: Seconds after the grace period before SIGKILL (the platform notices an exit within its

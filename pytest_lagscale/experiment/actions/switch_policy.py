@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from ...errors import ConfigError
+from ...contract.errors import ConfigError
 from .base import ActionContext, ParamsChecked, PlanFacts
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from ...errors import LagscaleError
+from ...contract.errors import LagscaleError
 from . import externalscaler_pb2 as pb2
 from . import externalscaler_pb2_grpc as pb2_grpc
 

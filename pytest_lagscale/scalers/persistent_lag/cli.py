@@ -36,7 +36,7 @@ def serve(
 
     Its metadata names the Kafka cluster, group, topic and window (docs/policies.md).
     """
-    from ...errors import LagscaleError
+    from ...contract.errors import LagscaleError
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...errors import LagscaleError, ReadinessTimeout
+from ...contract.errors import LagscaleError, ReadinessTimeout
 from ...exit_status import describe_exit
 from ...lifecycle import StartStop
 from ...process import ManagedProcess

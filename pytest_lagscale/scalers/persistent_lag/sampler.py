@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ...clock import Clock, RealClock
+from ...contract.clock import Clock, RealClock
 from ...sources.base import GroupOffsets, LagSource
 from .metadata import PersistentLagSettings
 from .window import Assessment, PersistentLagWindow

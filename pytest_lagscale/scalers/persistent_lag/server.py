@@ -15,8 +15,8 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ...clock import Clock
-from ...errors import LagscaleError
+from ...contract.clock import Clock
+from ...contract.errors import LagscaleError
 from ...lifecycle import StartStop
 from .sampler import SourceFactory
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import grpc
 
-from ...clock import Clock, RealClock
-from ...errors import ConfigError
+from ...contract.clock import Clock, RealClock
+from ...contract.errors import ConfigError
 from ..externalscaler import externalscaler_pb2 as pb2
 from ..externalscaler import externalscaler_pb2_grpc as pb2_grpc
 from .metadata import PersistentLagSettings, parse_metadata

@@ -12,7 +12,7 @@ import pytest
 from pytest_lagscale.analyze.completions import (completions_from_rows, group_rate,
                                                  read_completions, replica_rates,
                                                  run_completions)
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 from . import synth
 

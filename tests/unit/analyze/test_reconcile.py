@@ -16,7 +16,7 @@ import pytest
 
 from pytest_lagscale.analyze import Reconciliation, reconcile_arrow
 from pytest_lagscale.analyze.reconcile import load_manifest, produced_ranges, store_files
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.load.manifest import Manifest, PartitionManifest
 from spark_consumer.store import STORE_SCHEMA
 

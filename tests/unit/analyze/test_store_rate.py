@@ -10,7 +10,7 @@ import pytest
 
 from pytest_lagscale.analyze.store_rate import (batch_interval_s, read_store_times,
                                                 store_times, wall_offset_s)
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 from . import synth
 

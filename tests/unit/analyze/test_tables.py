@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from pytest_lagscale.analyze import check_timeline, events_from_records, spike_window
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 from . import synth
 

@@ -11,7 +11,7 @@ import pytest_lagscale
 from pytest_lagscale.config import bundled, manifests
 from pytest_lagscale.config.bundled import (data_path, manifest_names, manifest_path, manifest_paths,
                                             profile_names, resolve_manifest, resolve_profile)
-from pytest_lagscale.errors import ConfigError, LagscaleError
+from pytest_lagscale.contract.errors import ConfigError, LagscaleError
 
 PACKAGE_DATA = Path(pytest_lagscale.__file__).resolve().parent / "data"
 REPO = Path(__file__).resolve().parents[3]

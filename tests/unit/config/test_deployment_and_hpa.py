@@ -8,7 +8,7 @@ from pytest_lagscale.config.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP
 from pytest_lagscale.config.deployment import LivenessProbe, load_deployment, parse_deployment
 from pytest_lagscale.config.hpa import load_cpu_hpa, parse_cpu_hpa
 from pytest_lagscale.config.manifests import check_manifests, load_manifests, manifest_paths
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 from ._helpers import DELETE, K8S, committed, edited
 

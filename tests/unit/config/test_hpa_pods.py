@@ -8,7 +8,7 @@ import pytest
 from pytest_lagscale.config.hpa import load_hpa, parse_hpa, quantity_milli
 from pytest_lagscale.config.policy import load_policy_manifest
 from pytest_lagscale.config.bundled import data_path
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.load.profiles import load_profile
 
 from ._helpers import DELETE, K8S, committed, edited

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_lagscale.config.lag_per_slot import LagPerSlotConfig, load_lag_per_slot, parse_lag_per_slot
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 from ._helpers import DELETE, K8S, committed, edited
 

@@ -16,7 +16,7 @@ from pytest_lagscale.config.policy import (
     with_lag_threshold,
 )
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 from ._helpers import DELETE, K8S, committed, edited
 

@@ -9,7 +9,7 @@ import pytest
 from pytest_lagscale.config.behavior import ScalingPolicy
 from pytest_lagscale.config.harness import HarnessSettings
 from pytest_lagscale.config.scaledobject import load_scaled_object, parse_scaled_object
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 from ._helpers import DELETE, K8S, committed, edited
 

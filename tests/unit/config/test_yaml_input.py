@@ -11,7 +11,7 @@ import pytest
 
 from pytest_lagscale.config._read import load_yaml
 from pytest_lagscale.config.policy import load_policy_manifest
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.load.profiles import load_profile
 
 SCALED_OBJECT = """\

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_lagscale.config.behavior import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, ScalingPolicy
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler, HpaDecision, HpaState, Recommendation
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 
 @pytest.mark.parametrize(("current", "desired", "replicas", "reason", "min_replicas"), [

@@ -14,7 +14,7 @@ from pytest_lagscale.control.keda import LOCAL_SCALER, ExternalScalerCall, Exter
 from pytest_lagscale.control.keda.external import ExternalTriggerMetadata
 from pytest_lagscale.control.observation import ExternalMetric, Observation
 from pytest_lagscale.control.policy import KedaHpaPolicy
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 K8S = Path(__file__).resolve().parents[3] / "k8s"
 CI = K8S / "scaledobject-persistent-lag-ci.yaml"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_lagscale.control.keda import ActivationLoop, ActivationSpec, Fallback, MetricTarget
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 AVERAGE_10 = MetricTarget("AverageValue", 10.0)
 

@@ -9,7 +9,7 @@ import pytest
 from pytest_lagscale.control.keda.kafka_metadata import parse_partition_limitation
 from pytest_lagscale.control import keda
 from pytest_lagscale.control.keda import KafkaLagTrigger, MetricTarget, TriggerError
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 BASE = {"bootstrapServers": "kafka:9092", "consumerGroup": "my-group", "topic": "my-topic"}
 

@@ -18,7 +18,7 @@ from pytest_lagscale.control.keda.metrics_api import (MetricsApiTrigger, gjson_g
 from pytest_lagscale.control.keda.prometheus import PrometheusTrigger, parse_prometheus_metadata, value_from_query_result
 from pytest_lagscale.control.keda.value_trigger import milli_quantity
 from pytest_lagscale.control.observation import Observation
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 
 PATH = "spec.triggers[0].metadata"
 PROM = {"serverAddress": "http://prometheus.monitoring:9090",

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pytest_lagscale.counterparts.confluent_metrics import ConfluentMetricsService
-from pytest_lagscale.errors import LagscaleError
+from pytest_lagscale.contract.errors import LagscaleError
 from pytest_lagscale.sources.confluent import ConfluentSettings, lag_from_query_response, query_body
 from pytest_lagscale.sources.credentials import Secret
 

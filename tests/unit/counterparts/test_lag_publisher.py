@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.contract.clock import FakeClock
 from pytest_lagscale.counterparts.lag_publisher import LagPublisher, PublishTarget, metric_datum
 from pytest_lagscale.sources.base import LagSourceError, TotalLag, TotalLagSource
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.clock import RealClock
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.clock import RealClock
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.experiment.actions import (ACTIONS, ActionContext, ActionScheduler,
                                                 PlanFacts, plan_actions)
 from pytest_lagscale.experiment.actions.increase_partitions import IncreasePartitions
@@ -132,7 +132,7 @@ def test_scheduler_runs_each_action_on_time_and_records_failures() -> None:
 
 
 # -- rolling_restart ---------------------------------------------------------------------------
-from pytest_lagscale.errors import ReplicaError  # noqa: E402
+from pytest_lagscale.contract.errors import ReplicaError  # noqa: E402
 from pytest_lagscale.experiment.actions import rolling_restart as rolling_module  # noqa: E402
 from pytest_lagscale.experiment.actions.rolling_restart import RollingRestart  # noqa: E402
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.experiment.batch import ConcurrentBatches, members_of, plan_batch
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_lagscale.config.bundled import resolve_manifest
 from pytest_lagscale.config.policy import build_policy, load_policy_manifest
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.experiment.lag_signal import LagSourcePlan, plan_lag_source, signal_summary
 from pytest_lagscale.experiment.settings import RunSettings
 from pytest_lagscale.options import LAG_SOURCE_KINDS, OPTIONS_BY_DEST, parse_cloudwatch_period

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_lagscale.config.policy import with_lag_threshold
 from pytest_lagscale.config.scaledobject import load_scaled_object
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.experiment.plan import plan_run, profile_spike_window
 from pytest_lagscale.experiment.progress import RunProgress, Snapshot
 from pytest_lagscale.experiment.settings import RunSettings

@@ -32,7 +32,7 @@ def test_a_shared_cluster_gives_the_run_its_own_topic_and_group(tmp_path, kafka,
                                                                  suffixed) -> None:
     from pathlib import Path
 
-    from pytest_lagscale.clock import RealClock
+    from pytest_lagscale.contract.clock import RealClock
     from pytest_lagscale.contract.rundir import RunDir
     from pytest_lagscale.experiment.plan import plan_run
     from pytest_lagscale.experiment.runner import Run

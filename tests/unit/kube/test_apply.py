@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_lagscale.contract.clock import FakeClock
-from pytest_lagscale.errors import LagscaleError, ReadinessTimeout
+from pytest_lagscale.contract.errors import LagscaleError, ReadinessTimeout
 from pytest_lagscale.kube import apply, manifests
 
 OBJECTS = manifests.bootstrap_objects("lagscale", "keda", 26444, b"PEM")

@@ -9,7 +9,7 @@ from ipaddress import IPv4Address
 import pytest
 import yaml
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.kube import certs, kubeconfig
 
 x509 = pytest.importorskip("cryptography.x509", reason="cryptography missing: pip install -e '.[kubernetes]'")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.kube.conformance import run_conformance
 
 from .test_shadow import KEDA_HPA, SELECTOR

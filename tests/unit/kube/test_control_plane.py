@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_lagscale.contract.clock import FakeClock
-from pytest_lagscale.errors import LagscaleError, ReadinessTimeout
+from pytest_lagscale.contract.errors import LagscaleError, ReadinessTimeout
 from pytest_lagscale.kube import control_plane as cp
 
 pytest.importorskip("cryptography", reason="cryptography missing: pip install -e '.[kubernetes]'")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.kube import build, pins
 
 # k8s.io/kubernetes v1.36.3 requires these at v0.0.0 (its staging modules), as its go.mod read by

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.kube import pod_replica as pr
 
 POD = json.loads((Path(__file__).parent / "data" / "pod-consumer-ci.json").read_text())

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.kube.metric_reads import MetricRead
 from pytest_lagscale.kube.shadow import (
     AlignedSyncs,

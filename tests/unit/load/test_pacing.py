@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.contract.clock import FakeClock
 from pytest_lagscale.load.events import EventSource
 from pytest_lagscale.load.pacing import PacingOptions, Sink, run_open_model
 from pytest_lagscale.load.schedule import Schedule, Step

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.load.profiles import ProfileOverrides, load_profile, parse_profile
 from pytest_lagscale.load.schedule import Schedule, Step
 

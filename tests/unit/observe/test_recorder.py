@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from pytest_lagscale.analyze.tables import TIMELINE_COLUMNS
-from pytest_lagscale.errors import ConfigError
-from pytest_lagscale.eventlog import EventLog, read_events
+from pytest_lagscale.contract.errors import ConfigError
+from pytest_lagscale.contract.eventlog import EventLog, read_events
 from pytest_lagscale.observe.recorder import (AGE_COLUMNS, CONSUMER_COLUMNS, MACHINE_COLUMNS, QUERY_COLUMNS, Recorder,
                                               default_queries, merge_event_logs,
                                               timeline_from_results)

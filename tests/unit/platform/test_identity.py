@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.platform import local
 from pytest_lagscale.platform.identity import (expand_pod_fields, flag_value, lowest_free_ordinal,
                                                pod_name)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_lagscale.config.policy import load_policy_manifest
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.platform import PLATFORMS, platform_class
 from pytest_lagscale.platform.kube_autoscaler import scaled_object
 from pytest_lagscale.platform.kubernetes import (

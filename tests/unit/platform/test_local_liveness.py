@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.contract.clock import FakeClock
 from pytest_lagscale.config.deployment import load_deployment
-from pytest_lagscale.errors import ConfigError
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.errors import ConfigError
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.platform import local
 from pytest_lagscale.platform.local import (LivenessCheck, LocalDeployment, ReplicaTemplate,
                                             template_from_deployment)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.platform import PLATFORMS, make_platform
 from pytest_lagscale.platform.base import Platform
 from pytest_lagscale.platform.local import ReplicaTemplate

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pytest_lagscale.clock import FakeClock
+from pytest_lagscale.contract.clock import FakeClock
 from pytest_lagscale.control.hpa import PodMetric
-from pytest_lagscale.errors import LagscaleError
-from pytest_lagscale.eventlog import read_events
+from pytest_lagscale.contract.errors import LagscaleError
+from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler
 from pytest_lagscale.platform.pod_metrics import PodMetricsReading, PrometheusPodMetrics
 

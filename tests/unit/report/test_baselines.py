@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pytest_lagscale.cli import app
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.report import benchjson
 from pytest_lagscale.report.baselines import (MAX_GATED_TOLERANCE, Rule, catches_doubling,
                                               derive_baseline, metric_baseline,

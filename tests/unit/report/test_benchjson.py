@@ -8,7 +8,7 @@ import pytest
 
 from pytest_lagscale import __version__
 from pytest_lagscale.analyze import METRICS
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.report import benchjson
 from pytest_lagscale.report.benchjson import (Assertion, BenchmarkRun, Inputs, Metric,
                                               build_document, load, metrics_from_flat,

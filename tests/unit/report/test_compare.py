@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.errors import RegressionError
+from pytest_lagscale.contract.errors import RegressionError
 from pytest_lagscale.report.benchjson import load
 from pytest_lagscale.report.compare import (AbsoluteCheck, RegressionCheck, RelativeCheck, Row,
                                             check_regressions, compare_documents,

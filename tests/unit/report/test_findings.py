@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.report.findings import (EXPERIMENTS, RunDoc, build_findings,
                                              experiments_of, holds_for, load_runs)
 from pytest_lagscale.report.findings_extract import EXTRACTORS, RECOMMENDATION_ORDER

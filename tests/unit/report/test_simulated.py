@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_lagscale.config.bundled import resolve_manifest
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.report.findings import RunDoc
 from pytest_lagscale.report.findings_render import simulated_view
 from pytest_lagscale.report.simulated import (Simulated, _full_settings, full_counterpart,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.scalers.persistent_lag import PersistentLagSettings, parse_metadata
 
 SRC = "ScaledObject default/c scalerMetadata"

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from pytest_lagscale.errors import BrokerError
+from pytest_lagscale.contract.errors import BrokerError
 from pytest_lagscale.sources.bounded import BoundedLagReads, LagReadTimeout
 
 

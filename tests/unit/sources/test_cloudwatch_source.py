@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.sources import CloudWatchLagSource, LagSourceError, TotalLag, make_lag_source
 from pytest_lagscale.sources.cloudwatch import CloudWatchSettings, get_metric_statistics_request, lag_from_statistics
 

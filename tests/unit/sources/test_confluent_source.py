@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.sources import ConfluentLagSource, LagSourceError, TotalLag, make_lag_source
 from pytest_lagscale.sources import confluent
 from pytest_lagscale.sources.confluent import ConfluentSettings, lag_from_query_response, query_body

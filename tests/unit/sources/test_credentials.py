@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.sources.credentials import REDACTED, Secret, is_secret_key, redact, secret_from_env
 
 

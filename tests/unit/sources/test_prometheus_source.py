@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.sources import LagSourceError, PrometheusLagSource, TotalLag, TotalLagSource, make_lag_source
 from pytest_lagscale.sources.prometheus import default_query
 

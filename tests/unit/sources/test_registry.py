@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.sources import (LAG_SOURCES, PARTITION_LAG_SOURCES, BrokerLagSource, LagSource, TotalLag,
                                      TotalLagSource, make_lag_source)
 from pytest_lagscale.sources.base import offsets_total_records

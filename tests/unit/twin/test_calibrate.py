@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pytest_lagscale.cli import app
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.twin.calibrate import (
     calibrate,
     engine_samples,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.twin.fidelity import (
     SPANS,
     Fidelity,

@@ -10,7 +10,7 @@ import pytest
 from pytest_lagscale.config._read import load_yaml
 from pytest_lagscale.config.bundled import manifest_paths
 from pytest_lagscale.config.deployment import load_deployment
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.twin.params import (
     calibration_path,
     load_calibration,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_lagscale.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.twin.slo import Slo, parse_slo, parse_slos
 
 
