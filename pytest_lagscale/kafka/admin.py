@@ -10,8 +10,7 @@ garbage collector on a thread of librdkafka's own, which aborts the process
 :meth:`KafkaAdmin.group_offsets` returns ``{partition: (committed_offset, log_end_offset)}``,
 read the way KEDA's kafka scaler reads it (committed offsets of the group, then the latest
 offset of each partition); the autoscaler reads it through
-:class:`pytest_lagscale.sources.broker.BrokerLagSource` (``KafkaLagSource`` here is its old
-name, kept as an alias for now).
+:class:`pytest_lagscale.sources.broker.BrokerLagSource`.
 
 Source: confluent-kafka-python ``AdminClient`` (create_topics, list_offsets,
 describe_consumer_groups); kedacore/keda v2.21.0 pkg/scalers/kafka_scaler.go (getConsumerOffsets,
@@ -365,16 +364,6 @@ class KafkaAdmin:
             time.sleep(0.1)
         raise BrokerError(f"topic {topic!r}: metadata did not show {expected} partitions with "
                           f"leaders within {self.timeout_s:.0f} s")
-
-
-def __getattr__(name: str) -> object:
-    """``KafkaLagSource``: the old name of :class:`pytest_lagscale.sources.broker.BrokerLagSource`
-    (resolved on access, so importing this module does not import ``sources``)."""
-    if name == "KafkaLagSource":
-        from ..sources.broker import BrokerLagSource
-
-        return BrokerLagSource
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- one-shot shortcuts ----------------------------------------------------------------------

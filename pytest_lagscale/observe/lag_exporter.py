@@ -33,7 +33,7 @@ class LagCollector(Collector):
 
     Args:
         source: object with ``read() -> {partition: (committed, log_end)}`` (e.g.
-            :class:`pytest_lagscale.kafka.admin.KafkaLagSource`).
+            :class:`pytest_lagscale.sources.broker.BrokerLagSource`).
         group: consumer group label value.
         topic: topic label value.
     """

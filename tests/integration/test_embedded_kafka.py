@@ -13,9 +13,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from pytest_lagscale.contract.errors import BrokerError
-from pytest_lagscale.kafka.admin import KafkaAdmin, KafkaLagSource
+from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.kafka.embedded import EmbeddedKafka
 from pytest_lagscale.process import group_members
+from pytest_lagscale.sources.broker import BrokerLagSource
 
 pytestmark = pytest.mark.integration
 
@@ -139,7 +140,7 @@ def test_lag_and_assignment_follow_keda_definition(kafka_cluster) -> None:
                         asynchronous=False)
         assert admin.group_offsets("g1", "lagged") == {0: (4, 10), 1: (-1, 20), 2: (30, 30)}
         assert admin.partition_lag("g1", "lagged", "earliest") == {0: 6, 1: 20, 2: 0}
-        assert KafkaLagSource(admin, "g1", "lagged").read()[0] == (4, 10)
+        assert BrokerLagSource(admin, "g1", "lagged").read()[0] == (4, 10)
         state = admin.describe_group("g1", "lagged")
         assert [m.client_id for m in state.members] == ["member-a"]
         assert state.members[0].partitions == (0, 1, 2)

@@ -86,12 +86,6 @@ def test_empty_policies() -> None:
     assert (unknown.lag_records, unknown.known, unknown.staleness_s) == (None, False, None)
 
 
-def test_kafka_admin_keeps_the_old_name() -> None:
-    from pytest_lagscale.kafka import admin
-
-    assert admin.KafkaLagSource is BrokerLagSource
-
-
 @pytest.mark.parametrize("offsets", [
     pytest.param({0: (4, 10), 1: (-1, 7), 2: (3, None)}, id="uncommitted-and-unknown-log-end"),
     pytest.param({0: (12, 10), 1: (0, 5)}, id="negative-partition-not-clamped"),
