@@ -189,7 +189,7 @@ class ScalingController:
 
     Source: kedacore/keda pkg/scaling/scale_handler.go checkScalers/getScaledObjectState and
     GetScaledObjectMetrics v2.20.2; kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    reconcileAutoscaler v1.28.0; specs/keda-hpa-semantics.md §2.2, §2.4, §3.2
+    reconcileAutoscaler v1.28.0; docs/semantics.md §2.2, §2.4, §3.2
     """
 
     def __init__(self, spec: ControllerSpec):

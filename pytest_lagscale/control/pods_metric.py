@@ -33,7 +33,7 @@ class PodsMetricTrigger:
         needs_pod_metrics: class constant True: it reads ``observation.pod_metrics``.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    computeStatusForPodsMetric v1.28.0; specs/keda-hpa-semantics.md §3.3
+    computeStatusForPodsMetric v1.28.0; docs/semantics.md §3.3
     """
 
     metric_types: ClassVar[tuple[str, ...]] = ("AverageValue",)

@@ -91,7 +91,7 @@ class HorizontalPodAutoscaler:
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler,
     normalizeDesiredReplicas, normalizeDesiredReplicasWithBehaviors v1.28.0;
-    specs/keda-hpa-semantics.md §3.2, §3.5-§3.7
+    docs/semantics.md §3.2, §3.5-§3.7
     """
 
     def __init__(self, min_replicas: int, max_replicas: int, behavior: Mapping[str, Any] | Behavior | None = None,

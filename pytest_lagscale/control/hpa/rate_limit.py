@@ -44,7 +44,7 @@ def replicas_change_in_period(period_s: float, events: Sequence[ScaleEvent], now
     """Sum of ``replica_change`` over events recorded strictly after ``now_s - period_s``.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    getReplicasChangePerPeriod v1.28.0; specs/keda-hpa-semantics.md §3.7, §4.5
+    getReplicasChangePerPeriod v1.28.0; docs/semantics.md §3.7, §4.5
     """
     cutoff = now_s - period_s
     return sum(e.replica_change for e in events if e.at_s > cutoff)
@@ -64,7 +64,7 @@ def scale_up_limit(current: int, events: ScaleEvents, rules: ScalingRules, now_s
     smallest, Disabled returns ``current``.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    calculateScaleUpLimitWithScalingRules v1.28.0; specs/keda-hpa-semantics.md §3.7
+    calculateScaleUpLimitWithScalingRules v1.28.0; docs/semantics.md §3.7
     Quirk: the percent product is float64, so 25 x (1 + 12/100) = 28.000000000000004 rounds up
     to 29; test id 3.7-quirk-percent-float-ceil.
     """
@@ -89,7 +89,7 @@ def scale_down_limit(current: int, events: ScaleEvents, rules: ScalingRules, now
     Disabled returns ``current``.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    calculateScaleDownLimitWithBehaviors v1.28.0; specs/keda-hpa-semantics.md §3.7
+    calculateScaleDownLimitWithBehaviors v1.28.0; docs/semantics.md §3.7
     """
     if rules.select_policy == "Disabled":
         return current
@@ -117,7 +117,7 @@ def convert_with_behavior_rate(args: NormalizationArgs, events: ScaleEvents, now
         TooFewReplicas or DesiredWithinRange. ``desired == current`` is returned unchanged.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    convertDesiredReplicasWithBehaviorRate v1.28.0; specs/keda-hpa-semantics.md §3.7, §4.5
+    convertDesiredReplicasWithBehaviorRate v1.28.0; docs/semantics.md §3.7, §4.5
     """
     cur, desired = args.current_replicas, args.desired_replicas
     if desired > cur:
@@ -151,7 +151,7 @@ def store_scale_event(events: ScaleEvents, rules_up: ScalingRules, rules_down: S
     the new event overwrites the last outdated one, else it is appended.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    storeScaleEvent/markScaleEventsOutdated v1.28.0; specs/keda-hpa-semantics.md §3.7
+    storeScaleEvent/markScaleEventsOutdated v1.28.0; docs/semantics.md §3.7
     """
     previous, new, now_s = change
     up = new > previous

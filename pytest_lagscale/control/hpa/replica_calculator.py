@@ -47,7 +47,7 @@ def proposal_for_average_value(usage: float, target: float, status_replicas: int
         else ``ceil(usage / target)`` (capped at MaxInt32).
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go
-    GetExternalPerPodMetricReplicas v1.28.0; specs/keda-hpa-semantics.md §3.3
+    GetExternalPerPodMetricReplicas v1.28.0; docs/semantics.md §3.3
     """
     denominator = target * status_replicas
     if denominator == 0:
@@ -75,7 +75,7 @@ def proposal_for_value(usage: float, target: float, current_replicas: int, ready
         tolerance; else ``ceil(usage / target * ready_pods)``.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go
-    GetExternalMetricReplicas/getUsageRatioReplicaCount v1.28.0; specs/keda-hpa-semantics.md §3.3
+    GetExternalMetricReplicas/getUsageRatioReplicaCount v1.28.0; docs/semantics.md §3.3
     """
     ratio = usage / target
     if current_replicas == 0:
@@ -125,7 +125,7 @@ def proposal_for_utilization(pods: Sequence[PodCpu], target_percent: int, curren
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go
     GetResourceReplicas v1.28.0 and metrics/utilization.go GetResourceUtilizationRatio v1.28.0;
-    specs/keda-hpa-semantics.md §4.1
+    docs/semantics.md §4.1
     """
     if not pods:
         raise MetricError("no pods returned by selector while calculating replica count")
@@ -188,7 +188,7 @@ def proposal_for_pods_metric(pods: Sequence[PodMetric], target_average_milli: in
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go
     GetMetricReplicas/calcPlainMetricReplicas/groupPods v1.28.0 and metrics/utilization.go
-    GetMetricUsageRatio v1.28.0; specs/keda-hpa-semantics.md §3.3
+    GetMetricUsageRatio v1.28.0; docs/semantics.md §3.3
     """
     if not pods:
         raise MetricError("no pods returned by selector while calculating replica count")
@@ -256,7 +256,7 @@ def combine_proposals(proposals: Sequence[int | None], current_replicas: int) ->
         when some failed and the largest valid proposal is below ``current_replicas``.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    computeReplicasForMetrics v1.28.0; specs/keda-hpa-semantics.md §3.2 step 4
+    computeReplicasForMetrics v1.28.0; docs/semantics.md §3.2 step 4
     """
     valid = [p for p in proposals if p is not None]
     invalid = len(proposals) - len(valid)

@@ -85,7 +85,7 @@ def stabilize_legacy(history: Sequence[Recommendation], desired: int, now_s: flo
         ``{desired, now}`` overwriting the last entry older than the window, else appended.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    stabilizeRecommendation v1.28.0; specs/keda-hpa-semantics.md §3.5, §4.3
+    stabilizeRecommendation v1.28.0; docs/semantics.md §3.5, §4.3
     """
     cutoff = now_s - window_s
     result, old_index = desired, None
@@ -106,7 +106,7 @@ def convert_legacy(current: int, desired: int, min_replicas: int, max_replicas: 
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
     convertDesiredReplicasWithRules/calculateScaleUpLimit v1.28.0 (the 2x cap cites
-    kubernetes/kubernetes#32304); specs/keda-hpa-semantics.md §3.5, §4.2
+    kubernetes/kubernetes#32304); docs/semantics.md §3.5, §4.2
     """
     up_limit = int(max(SCALE_UP_LIMIT_FACTOR * current, SCALE_UP_LIMIT_MINIMUM))
     if max_replicas > up_limit:
@@ -138,7 +138,7 @@ def stabilize_with_behavior(history: Sequence[Recommendation], args: Normalizati
         history with ``{desired, now}`` overwriting the last entry older than both windows.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go
-    stabilizeRecommendationWithBehaviors v1.28.0; specs/keda-hpa-semantics.md §3.6, §4.4
+    stabilizeRecommendationWithBehaviors v1.28.0; docs/semantics.md §3.6, §4.4
     Quirk: an entry exactly at a window's edge neither counts nor is outdated; test id
     4.4-quirk-edge-entry-not-counted.
     """

@@ -72,7 +72,7 @@ class ActivationLoop:
 
     Source: kedacore/keda pkg/scaling/executor/scale_scaledobjects.go RequestScale,
     scaleToZeroOrIdle, scaleFromZeroOrIdle, getIdleOrMinimumReplicaCount v2.20.2;
-    specs/keda-hpa-semantics.md §2.2
+    docs/semantics.md §2.2
     """
 
     def __init__(self, spec: ActivationSpec, last_active_s: float | None = None):

@@ -6,7 +6,7 @@ the :class:`TriggerType` (it parses ``metadata`` and builds itself from a valida
 :class:`~pytest_lagscale.config.triggers.TriggerConfig`); its instances are :class:`Trigger`\\ s.
 
 Source: kedacore/keda pkg/scalers/scaler.go Scaler (GetMetricsAndActivity,
-GetMetricSpecForScaling) v2.20.2; specs/keda-hpa-semantics.md §1.5
+GetMetricSpecForScaling) v2.20.2; docs/semantics.md §1.5
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def external_metric_proposal(target: MetricTarget, metric_value: float | None, o
         tolerance: half-width of the no-change band around ratio 1.0.
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go
-    GetExternalMetricReplicas/GetExternalPerPodMetricReplicas v1.28.0; specs/keda-hpa-semantics.md §3.3
+    GetExternalMetricReplicas/GetExternalPerPodMetricReplicas v1.28.0; docs/semantics.md §3.3
     """
     if metric_value is None:
         return None

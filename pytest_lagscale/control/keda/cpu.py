@@ -55,7 +55,7 @@ class CpuTrigger:
         metric_target: ``MetricTarget('Utilization', percent)``.
 
     Source: kedacore/keda pkg/scalers/cpu_memory_scaler.go GetMetricSpecForScaling v2.20.2;
-    specs/keda-hpa-semantics.md §2.3, §4.1
+    docs/semantics.md §2.3, §4.1
     """
 
     metric_types: ClassVar[tuple[str, ...]] = ("Utilization",)

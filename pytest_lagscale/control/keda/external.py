@@ -18,7 +18,7 @@ on a cluster). A run whose policy has such a *local* trigger starts ``lagscale s
 any other address is dialled as given.
 
 Source: kedacore/keda pkg/scalers/external_scaler.go (NewExternalScaler, parseExternalScalerMetadata,
-GetMetricSpecForScaling, GetMetricsAndActivity) v2.20.2; specs/keda-hpa-semantics.md §2.3, §2.6
+GetMetricSpecForScaling, GetMetricsAndActivity) v2.20.2; docs/semantics.md §2.3, §2.6
 """
 
 from __future__ import annotations

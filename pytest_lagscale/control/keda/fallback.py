@@ -45,7 +45,7 @@ class Fallback:
         ConfigError: a negative count or an unknown behavior.
 
     Source: kedacore/keda pkg/fallback/fallback.go GetMetricsWithFallback/doFallback v2.20.2;
-    specs/keda-hpa-semantics.md §2.5, §4.7
+    docs/semantics.md §2.5, §4.7
     """
 
     def __init__(self, failure_threshold: int, replicas: int, behavior: str = "static", failures: int = 0):

@@ -46,7 +46,7 @@ def metric_name(trigger_index: int, topic: str, consumer_group: str) -> str:
     Characters ``/ . : % ( )`` become ``-``.
 
     Source: kedacore/keda pkg/scalers/kafka_scaler.go GetMetricSpecForScaling and
-    pkg/util/normalize_string.go NormalizeString v2.20.2; specs/keda-hpa-semantics.md §1.5, §4.6
+    pkg/util/normalize_string.go NormalizeString v2.20.2; docs/semantics.md §1.5, §4.6
     """
     name = f"kafka-{topic}" if topic else f"kafka-{consumer_group}-topics"
     return f"s{trigger_index}-{name.translate(_NORMALIZED)}"
@@ -56,7 +56,7 @@ def find_factors(n: int) -> list[int]:
     """Every factor of ``n``, ascending; empty for n < 1.
 
     Source: kedacore/keda pkg/scalers/kafka_scaler.go FindFactors v2.20.2;
-    specs/keda-hpa-semantics.md §4.6
+    docs/semantics.md §4.6
     """
     if n < 1:
         return []
@@ -68,7 +68,7 @@ def next_balancing_factor(total_lag: int, partition_count: int, lag_threshold: i
     """Smallest factor f of P with ``f * lagThreshold >= totalLag``, else P.
 
     Source: kedacore/keda pkg/scalers/kafka_scaler.go
-    getNextFactorThatBalancesConsumersToTopicPartitions v2.20.2; specs/keda-hpa-semantics.md §1.4, §4.6
+    getNextFactorThatBalancesConsumersToTopicPartitions v2.20.2; docs/semantics.md §1.4, §4.6
     """
     for factor in find_factors(partition_count):
         if factor * lag_threshold >= total_lag:
@@ -99,7 +99,7 @@ class KafkaLagTrigger:
         metric_target: ``lagThreshold`` as an AverageValue (or Value) target.
 
     Source: kedacore/keda pkg/scalers/kafka_scaler.go NewKafkaScaler v2.20.2;
-    specs/keda-hpa-semantics.md §1
+    docs/semantics.md §1
     """
 
     metric_types: ClassVar[tuple[str, ...]] = ("AverageValue", "Value")
@@ -163,7 +163,7 @@ class KafkaLagTrigger:
             log_end: the log-end offset, None when missing from the latest-offset response.
 
         Source: kedacore/keda pkg/scalers/kafka_scaler.go getLagForPartition v2.20.2;
-        specs/keda-hpa-semantics.md §1.3, §4.6
+        docs/semantics.md §1.3, §4.6
         Quirk: with policy earliest and no commit the lag is the full log-end offset, not
         log-end minus log-start; test id 1.3-quirk-earliest-lag-is-log-end.
         """
@@ -220,7 +220,7 @@ class KafkaLagTrigger:
                 None (offset-fetch block missing).
 
         Source: kedacore/keda pkg/scalers/kafka_scaler.go getTopicPartitions, getTotalLag,
-        GetMetricsAndActivity v2.20.2; specs/keda-hpa-semantics.md §1.2-§1.5
+        GetMetricsAndActivity v2.20.2; docs/semantics.md §1.2-§1.5
         """
         considered = self._considered(offsets)
         counted: dict[int, int] = {}
@@ -246,7 +246,7 @@ class KafkaLagTrigger:
         """Partitions after partitionLimitation; none left, or a missing offset block, is an error.
 
         Source: kedacore/keda pkg/scalers/kafka_scaler.go getTopicPartitions/isActivePartition
-        v2.20.2; specs/keda-hpa-semantics.md §1.2, §1.3 rule 1
+        v2.20.2; docs/semantics.md §1.2, §1.3 rule 1
         """
         limitation = self.meta.partition_limitation
         partitions = sorted(p for p in offsets if limitation is None or p in limitation)
@@ -262,7 +262,7 @@ class KafkaLagTrigger:
         """The partition caps of §1.4 (allowIdleConsumers, limitToPartitionsWithLag, even distribution).
 
         Source: kedacore/keda pkg/scalers/kafka_scaler.go getTotalLag v2.20.2;
-        specs/keda-hpa-semantics.md §1.4
+        docs/semantics.md §1.4
         Quirk: the cap compares floor(totalLag / lagThreshold) with P, so T=10, P=3, lag 35 stays
         35 and the HPA may ask for 4 > P replicas; test id 1.4-quirk-floor-cap-35.
         """

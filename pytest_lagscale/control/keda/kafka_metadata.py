@@ -6,7 +6,7 @@ builds on it and offers it to the config loader through the trigger registry
 
 Source: kedacore/keda pkg/scalers/kafka_scaler.go kafkaMetadata/Validate/parsePartitionLimitation
 v2.20.2 and pkg/scalers/scalersconfig/typed_config.go setValue v2.20.2;
-specs/keda-hpa-semantics.md §1.1
+docs/semantics.md §1.1
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def parse_partition_limitation(text: str) -> tuple[int, ...]:
     """Parse ``partitionLimitation`` (``"1,2,3"``, ``"1-4"``, ``"1-4,8,10-12"``; spaces trimmed).
 
     Source: kedacore/keda pkg/scalers/kafka_scaler.go parsePartitionLimitation v2.20.2;
-    specs/keda-hpa-semantics.md §1.1, §4.6
+    docs/semantics.md §1.1, §4.6
 
     Raises:
         ValueError: an element is not an int32 or a range ``a-b`` (message names the element).

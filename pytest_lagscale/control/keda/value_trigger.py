@@ -9,7 +9,7 @@ Source: kedacore/keda pkg/scalers/scaler.go (GetMetricTargetType, GetMetricTarge
 GenerateMetricInMili, quantityFromFloat64, GenerateMetricNameWithIndex) v2.20.2,
 pkg/util/normalize_string.go NormalizeString v2.20.2; kubernetes/kubernetes
 pkg/apis/autoscaling/validation/validation.go validateMetricTarget v1.28.0 (a Value or
-AverageValue target must be positive); specs/keda-hpa-semantics.md §2.3, §3.3
+AverageValue target must be positive); docs/semantics.md §2.3, §3.3
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class KedaHpaPolicy:
 
     Source: kedacore/keda pkg/scaling/scale_handler.go startScaleLoop (pollingInterval ticker)
     v2.20.2; kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go (resync period)
-    v1.28.0; specs/keda-hpa-semantics.md §2.2, §3.2
+    v1.28.0; docs/semantics.md §2.2, §3.2
     """
 
     def __init__(self, controller: ScalingController, *, name: str, metrics_name: str,

@@ -123,7 +123,7 @@ def total_lag_records(offsets: Offsets) -> int:
     ``log_end`` is None.
 
     Source: kedacore/keda pkg/scalers/kafka_scaler.go getLagForPartition (offsetResetPolicy
-    earliest, excludePersistentLag false) v2.20.2; specs/keda-hpa-semantics.md §1.3
+    earliest, excludePersistentLag false) v2.20.2; docs/semantics.md §1.3
     """
     total = 0
     for committed, log_end in offsets.values():

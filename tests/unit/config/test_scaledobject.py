@@ -1,4 +1,4 @@
-"""Loading and validating the KEDA ScaledObject (spec §1.1, §2.1, §2.3, §2.5): exact messages."""
+"""Loading and validating the KEDA ScaledObject (docs/semantics.md §1.1, §2.1, §2.3, §2.5): exact messages."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ def history(*entries: tuple[int, float]) -> tuple[Recommendation, ...]:
 
 
 def spread_events(changes: list[int], window_s: float = 120.0) -> tuple[ScaleEvent, ...]:
-    """Spec §4.5: n events over W s sit at ages ``W - (i+1)*W/n + W/(2n)``."""
+    """docs/semantics.md §4.5: n events over W s sit at ages ``W - (i+1)*W/n + W/(2n)``."""
     n = len(changes)
     return tuple(ScaleEvent(change, NOW_S - (window_s - (i + 1) * window_s / n + window_s / (2 * n)))
                  for i, change in enumerate(changes))

@@ -1,4 +1,4 @@
-"""The pure controller step: spec §2.2-§2.5, §3.2 wired together, and the §4.8 end-to-end vectors."""
+"""The pure controller step: docs/semantics.md §2.2-§2.5, §3.2 wired together, and the §4.8 end-to-end vectors."""
 
 from __future__ import annotations
 

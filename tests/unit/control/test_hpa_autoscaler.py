@@ -1,4 +1,4 @@
-"""Spec §3.2 and §3.4: reconcile order, shortcuts, API defaults, decision fields and errors."""
+"""docs/semantics.md §3.2 and §3.4: reconcile order, shortcuts, API defaults, decision fields and errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec §3.5-§3.6 and §4.2-§4.4: legacy clamp, legacy and behavior stabilization."""
+"""docs/semantics.md §3.5-§3.6 and §4.2-§4.4: legacy clamp, legacy and behavior stabilization."""
 
 from __future__ import annotations
 

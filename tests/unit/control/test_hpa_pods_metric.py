@@ -1,4 +1,4 @@
-"""Spec §3.3 for a ``type: Pods`` metric (calcPlainMetricReplicas): the ratio of the integer mean
+"""docs/semantics.md §3.3 for a ``type: Pods`` metric (calcPlainMetricReplicas): the ratio of the integer mean
 to the target, the tolerance, missing pods (0 up / target down), pending pods, and the policy
 built from the committed hpa-pods-lag manifests."""
 

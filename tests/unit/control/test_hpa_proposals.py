@@ -1,4 +1,4 @@
-"""Spec §3.2-§3.3 and §4.1: per-metric proposals, the max rule, and whole-sync vectors."""
+"""docs/semantics.md §3.2-§3.3 and §4.1: per-metric proposals, the max rule, and whole-sync vectors."""
 
 from __future__ import annotations
 

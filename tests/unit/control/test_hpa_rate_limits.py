@@ -1,4 +1,4 @@
-"""Spec §3.7 and §4.5: behavior rate limits over the scale-event history."""
+"""docs/semantics.md §3.7 and §4.5: behavior rate limits over the scale-event history."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def test_lag_threshold_override_reaches_the_scaler_metadata() -> None:
     assert p.lag_threshold_records == 2000
 
 
-# -- evaluation and proposal (specs/keda-hpa-semantics.md §2.6, §3.3) -----------------------
+# -- evaluation and proposal (docs/semantics.md §2.6, §3.3) -----------------------
 def test_evaluate_learns_name_and_target_from_the_spec() -> None:
     t = trigger()
     assert (t.metric_name, t.metric_target.value) == ("s0-external", 0.0)

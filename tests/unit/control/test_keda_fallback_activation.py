@@ -1,4 +1,4 @@
-"""Spec §2.2, §2.5 and §4.7: KEDA fallback and the activation step."""
+"""docs/semantics.md §2.2, §2.5 and §4.7: KEDA fallback and the activation step."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec §1 and §4.6: the kafka trigger's lag, caps, metric and activity."""
+"""docs/semantics.md §1 and §4.6: the kafka trigger's lag, caps, metric and activity."""
 
 from __future__ import annotations
 

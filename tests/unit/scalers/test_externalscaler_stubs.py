@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[3]
 PROTO = "pytest_lagscale/scalers/externalscaler/externalscaler.proto"
 
 # kedacore/keda pkg/scalers/externalscaler/externalscaler.proto (v2.20.2; main 2026-11 the same
-# for these); specs/keda-hpa-semantics.md §2.6
+# for these); docs/semantics.md §2.6
 KEDA_FIELDS = {
     "ScaledObjectRef": {"name": (1, "string"), "namespace": (2, "string"), "scalerMetadata": (3, "map")},
     "IsActiveResponse": {"result": (1, "bool")},
