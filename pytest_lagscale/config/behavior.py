@@ -61,7 +61,7 @@ class Behavior:
     """``spec.behavior`` with every field defaulted as the API server does.
 
     Source: kubernetes/kubernetes pkg/apis/autoscaling/v2/defaults.go
-    GenerateHPAScaleUpRules/GenerateHPAScaleDownRules v1.28.0; specs/keda-hpa-semantics.md §3.4
+    GenerateHPAScaleUpRules/GenerateHPAScaleDownRules v1.28.0; docs/semantics.md §3.4
     """
 
     scale_up: ScalingRules

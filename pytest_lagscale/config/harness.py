@@ -19,7 +19,7 @@ platform stands in for. A ``type: external`` trigger whose ``scalerAddress`` is 
 (or ``lagscale://local``) is served by the run's own ``lagscale scaler serve``, as the cluster's
 Service would send it to ``k8s/persistent-lag-scaler.yaml``'s pods.
 Source: kubernetes/kubernetes pkg/controller/podautoscaler/config/v1alpha1/defaults.go v1.28.0;
-specs/keda-hpa-semantics.md §3.1
+docs/semantics.md §3.1
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Harness-only settings come from ``lagscale.dev/*`` annotations, as for the Scale
 Source: kubernetes/kubernetes pkg/apis/autoscaling/validation/validation.go
 validateHorizontalPodAutoscalerSpec, validatePodsSource v1.28.0 and
 staging/src/k8s.io/apimachinery/pkg/api/resource/quantity.go ParseQuantity, MilliValue v1.28.0;
-specs/keda-hpa-semantics.md §3.1, §3.3, §3.4
+docs/semantics.md §3.1, §3.3, §3.4
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every problem of a file is reported at once (see :mod:`._problems` for the line 
 Harness-only settings come from ``lagscale.dev/*`` annotations (:mod:`.harness`).
 
 Source: kedacore/keda apis/keda/v1alpha1/scaledobject_types.go ScaledObjectSpec,
-CheckReplicaCountBoundsAreValid, CheckFallbackValid v2.20.2; specs/keda-hpa-semantics.md §2.1,
+CheckReplicaCountBoundsAreValid, CheckFallbackValid v2.20.2; docs/semantics.md §2.1,
 §2.3, §2.5
 """
 

@@ -7,7 +7,7 @@ when triggers are collected, not when ``config`` is imported: ``control`` import
 never the reverse at import time.
 
 Source: kedacore/keda apis/keda/v1alpha1/scaletriggers_types.go ScaleTriggers v2.20.2,
-pkg/scalers/cpu_memory_scaler.go v2.20.2; specs/keda-hpa-semantics.md §1.1, §2.3
+pkg/scalers/cpu_memory_scaler.go v2.20.2; docs/semantics.md §1.1, §2.3
 """
 
 from __future__ import annotations

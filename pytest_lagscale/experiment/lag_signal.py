@@ -13,7 +13,7 @@ the counterparts a source needs, and the summary of the signal's staleness at de
 * :func:`signal_summary` (analysis): per source kind, the staleness of the signal at the
   controller's steps and decisions (median, max).
 
-Source: docs/lag-sources.md (the sources, the counterparts, the wiring); issue 15.
+Source: docs/lag-sources.md (the sources, the counterparts, the wiring; "In a run").
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ runtime closure into ``~/.cache/pytest-lagscale/kafka-<version>/libs`` once. A m
 the pom's SHA-256 makes later calls return at once; a changed pom resolves again. Concurrent
 resolvers (pytest-xdist, two shells) serialise on a file lock.
 
-Source: specs/platform-notes.md §A "Artifacts" (runtime-scope resolution; release-only log4j).
+Source: apache/kafka build.gradle project(':core') (the broker's dependencies beyond
+kafka-clients are ``implementation``, so runtime scope in the published POM; the release tarball
+adds the log4j SLF4J binding as ``releaseOnly``, which no POM carries) at the pom's
+``kafka.version``; maven-dependency-plugin ``copy-dependencies -DincludeScope=runtime``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ pins are checked against the upstream go.mod files the build downloaded, and KED
 
 Build times are printed and kept in ``built.json``; measured figures are in docs/kubernetes.md.
 
-Source: issue 16 (recipe); kubernetes/kubernetes hack/lib/version.sh (the ldflags variables);
+Source: docs/kubernetes.md "Pins and build" (the recipe); kubernetes/kubernetes hack/lib/version.sh (the ldflags variables);
 kedacore/keda Makefile ``GO_LDFLAGS`` and ``GO_BUILD_VARS`` (CGO_ENABLED=0).
 """
 

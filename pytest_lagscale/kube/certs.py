@@ -31,7 +31,8 @@ names. KEDA's identities are in ``system:masters``: no KEDA RBAC manifests are a
 local, single-user control plane). ``sa.key``/``sa.pub`` is the service-account signing pair.
 
 Source: kubernetes.io/docs/setup/best-practices/certificates ("Single root CA", "All
-certificates"); issue 16 (KEDA cert dirs, front-proxy client for the aggregation layer).
+certificates"); docs/kubernetes.md "Certificates and kubeconfigs" (KEDA cert dirs, front-proxy
+client for the aggregation layer).
 """
 
 from __future__ import annotations

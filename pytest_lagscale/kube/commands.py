@@ -2,8 +2,8 @@
 
 Pure: given where things are (:class:`Layout`) and how fast the HPA runs (:class:`HpaTiming`),
 returns one :class:`Command` per process: argv, extra environment and the HTTP check that
-says it is ready. Every listener is on 127.0.0.1 (issue 16: the control plane's traffic stays on
-the loopback range), with one known exception noted on :func:`keda_adapter`.
+says it is ready. Every listener is on 127.0.0.1 (the control plane's traffic stays on the
+loopback range: docs/kubernetes.md "Loopback only"), with one known exception noted on :func:`keda_adapter`.
 
 Start order: etcd -> kube-apiserver -> kube-controller-manager -> (manifests applied: KEDA's
 CRDs, namespace, ``default`` ServiceAccount, the metrics APIService) -> KEDA operator -> KEDA
@@ -14,7 +14,7 @@ cmd/kube-controller-manager/app/options v1.36.3 (controller names from
 cmd/kube-controller-manager/names/controller_names.go); etcd server/etcdmain/help.go v3.6;
 kedacore/keda cmd/operator/main.go and cmd/adapter/main.go (main of 2026-08-20, before v2.21.0)
 and sigs.k8s.io/custom-metrics-apiserver's AdapterBase flags (``--lister-kubeconfig``, ...);
-issue 16 (the run-time flags and gotchas measured).
+docs/kubernetes.md "Start order, flags and readiness" (the run-time flags and gotchas measured).
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def kube_apiserver(layout: Layout) -> Command:
     """kube-apiserver on 127.0.0.1 with the aggregation layer on.
 
     ``--advertise-address`` is loopback, so ``--endpoint-reconciler-type=none`` (otherwise
-    the ``kubernetes`` Endpoints reconciler logs an error every 10 s; issue 16). The
+    the ``kubernetes`` Endpoints reconciler logs an error every 10 s, measured on v1.36.3). The
     aggregation layer: front-proxy client certificate and ``--requestheader-*``; no
     ``--enable-aggregator-routing``: with it the aggregator resolves a Service through its
     endpoints and refuses an ExternalName ("unsupported service type", measured on v1.36.3;
@@ -320,7 +320,8 @@ def keda_adapter(layout: Layout) -> Command:
 
     Flags as KEDA's own manifest (config/metrics-server/deployment.yaml: ``--client-ca-file``,
     ``--tls-cert-file``, ``--tls-private-key-file``, ``--cert-dir``) plus the three kubeconfigs
-    a process outside the cluster needs (issue 16). Its serving certificate doubles as the gRPC client certificate towards the operator (same
+    a process outside the cluster needs (docs/kubernetes.md "Start order, flags and readiness").
+    Its serving certificate doubles as the gRPC client certificate towards the operator (same
     ``--cert-dir``). Ready when ``/readyz`` answers ``ok`` to the admin identity; the
     APIService turns Available a moment later (its first checks meet the adapter's 401 while its
     requestheader CA loads), which ``lagscale kube up`` and a ``--kubeconfig`` run's preflight

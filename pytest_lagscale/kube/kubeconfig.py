@@ -36,7 +36,7 @@ def apiserver_url(port: int, host: str = "127.0.0.1") -> str:
 
     Raises:
         ConfigError: port outside 1..65535, or a host outside 127.0.0.0/8 (the control plane
-            stays on the loopback range; issue 16).
+            stays on the loopback range: docs/kubernetes.md "Loopback only").
     """
     if not 1 <= port <= 65535:
         raise ConfigError(f"apiserver port {port!r}: must be in 1..65535")

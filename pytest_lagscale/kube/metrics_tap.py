@@ -24,7 +24,7 @@ Every ``GET /apis/external.metrics.k8s.io/v1beta1/namespaces/<ns>/<metric>?label
 is recorded as a :class:`~.metric_reads.MetricRead` (:mod:`.metric_reads` reads the request and
 the answer); discovery and OpenAPI paths are proxied, not recorded.
 
-Source: issue 16 and docs/kubernetes.md "Conformance: the shadow controller"; the request shape
+Source: docs/kubernetes.md "Conformance: the shadow controller"; the request shape
 is k8s.io/metrics pkg/client/external_metrics/client.go ``namespacedMetrics.List``.
 """
 

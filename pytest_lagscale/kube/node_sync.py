@@ -2,7 +2,7 @@
 
 Pure: :func:`sync` compares the pods the apiserver has (the API's JSON, as a watch or list
 gives them) with what the agent runs (:class:`ReplicaState` per pod UID) and returns the
-actions a kubelet would take, in order. The agent's loop (planned, docs/kubernetes.md)
+actions a kubelet would take, in order. The agent's loop (:class:`~pytest_lagscale.kube.node_agent.NodeAgent`)
 executes them: it binds and starts, probes, signals, patches status and deletes, then calls
 :func:`sync` again on the next event or tick.
 

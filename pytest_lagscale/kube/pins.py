@@ -13,7 +13,7 @@ Only the subset of the go.mod grammar the pins use is read: ``module``, ``go``, 
 and ``replace`` lines, single or in a parenthesised block, ``//`` comments.
 
 Source: go.dev/ref/mod "go.mod files" (directive syntax; replace directives apply only in the
-main module); issue 16 (the measured build recipe).
+main module); docs/kubernetes.md "Pins and build" (the measured build recipe).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """One readiness probe of a control-plane process (:class:`~pytest_lagscale.kube.commands.Readiness`).
 
 An HTTP(S) GET with the run's CA and, when the check names one, a client certificate of the
-run's PKI. The poll loop with its timeout belongs to the managed control plane (planned,
-docs/kubernetes.md); this is the single attempt it repeats.
+run's PKI. The poll loop with its timeout is the managed control plane's
+(:class:`~pytest_lagscale.kube.control_plane.ControlPlane`); this is the single attempt it repeats.
 """
 
 from __future__ import annotations

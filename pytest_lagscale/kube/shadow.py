@@ -16,7 +16,7 @@ Example:
     >>> report.summary()                                                 # doctest: +SKIP
     'shadow HPA: 41/41 syncs agree (100.0 %), 0 differ, 0 dropped'
 
-Source: docs/kubernetes.md "Conformance: the shadow controller"; specs/keda-hpa-semantics.md
+Source: docs/kubernetes.md "Conformance: the shadow controller"; docs/semantics.md
 §2.3 (the HPA KEDA generates), §3.2 (one reconcile), §3.3 (External proposals).
 """
 
@@ -222,7 +222,7 @@ def shadow_decisions(spec: HpaSpecView, syncs: Sequence[SyncInput], *, tolerance
 
     Source: kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler
     (a failed read keeps ``status.desiredReplicas``: setCurrentReplicasAndMetricsInStatus, read in
-    v1.36.3); specs/keda-hpa-semantics.md §3.2-§3.3
+    v1.36.3); docs/semantics.md §3.2-§3.3
     """
     hpa = HorizontalPodAutoscaler(spec.min_replicas, spec.max_replicas, behavior=spec.behavior,
                                   tolerance=tolerance, downscale_stabilization_s=downscale_stabilization_s)

@@ -13,7 +13,7 @@ manifest's in what it is sent.
 
 Source: kedacore/keda pkg/scalers/external_scaler.go GetMetricSpecForScaling,
 GetMetricsAndActivity v2.20.2; pkg/provider/provider.go (HPA usage = sum of the values)
-v2.20.2; specs/keda-hpa-semantics.md §2.4, §2.6
+v2.20.2; docs/semantics.md §2.4, §2.6
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..contract.errors import ConfigError
 from .compare import DEPENDS_ON
 
-#: Metrics whose doubling the gate must catch (the issue's reaction, drain, replica-seconds).
+#: Metrics whose doubling the gate must catch (reaction time, drain time, replica-seconds).
 GATED_2X = ("reaction_time_s", "drain_time_s", "replica_seconds")
 #: The largest tolerance of a :data:`GATED_2X` metric: below 1.0, so 2x the value fails.
 MAX_GATED_TOLERANCE = 0.9

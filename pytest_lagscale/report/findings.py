@@ -3,10 +3,9 @@
 ``lagscale report`` (:mod:`.findings_cli`) and ``--lagscale-report`` load the benchmark JSON
 documents of experiment runs (:func:`load_runs`), find which experiments each run belongs to
 (:func:`experiments_of`), and build :class:`Findings` (:func:`build_findings`): the
-recommendations first, then one :class:`Section` per experiment 1..10 (DESIGN.md's eight and
-issue 14's policy shoot-out), filled by
-that experiment's extractor (:data:`.findings_extract.EXTRACTORS`). Rendering is
-:mod:`.findings_render` (Jinja2 templates in ``report/templates``).
+recommendations first, then one :class:`Section` per experiment 1..10 (docs/design.md, "The
+questions it answers"), filled by that experiment's extractor (:data:`.findings_extract.EXTRACTORS`). Rendering
+is :mod:`.findings_render` (Jinja2 templates in ``report/templates``).
 
 Nothing here runs anything or reads a clock; every figure comes from the documents.
 """

@@ -15,7 +15,7 @@ CloudWatch's ingestion delay old.
 Credentials: boto3's default chain (``AWS_ACCESS_KEY_ID`` ...), or the environment variables
 named by ``access_key_id_env`` / ``secret_access_key_env``; they are never logged.
 
-Source: the recipe "Kafka Lag Autoscaler" (issue 15); AWS CloudWatch API GetMetricStatistics;
+Source: the recipe "Kafka Lag Autoscaler" (docs/lag-sources.md); AWS CloudWatch API GetMetricStatistics;
 Amazon MSK metric SumOffsetLag (consumer-lag metrics, dimensions Cluster Name, Consumer Group,
 Topic)
 """

@@ -24,7 +24,7 @@ points are typically queryable within 5 minutes of their origin.
 
 Source: confluentinc/ccloud-sdk-go-v2 metrics/v2/api/openapi.yaml (QueryRequest, Granularity,
 FieldFilter, CompoundFilter, FlatQueryResponse, ErrorResponse, "Metric Data Latency");
-the recipe "Kafka Lag Autoscaler" (issue 15)
+the recipe "Kafka Lag Autoscaler" (docs/lag-sources.md)
 """
 
 from __future__ import annotations

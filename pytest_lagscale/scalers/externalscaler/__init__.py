@@ -6,5 +6,5 @@
 caller's side as KEDA implements it (the local controller's gRPC client).
 
 Source: kedacore/keda pkg/scalers/externalscaler/externalscaler.proto, pkg/scalers/external_scaler.go
-v2.20.2; specs/keda-hpa-semantics.md §2.6
+v2.20.2; docs/semantics.md §2.6
 """

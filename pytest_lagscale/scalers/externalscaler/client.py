@@ -11,7 +11,7 @@ Example:
     [MetricSpecValue(metric_name='persistent-kafka-lag-events', target=500.0)]
 
 Source: kedacore/keda pkg/scalers/external_scaler.go buildMetricSpecs, GetMetricsAndActivity
-v2.20.2; specs/keda-hpa-semantics.md §2.6
+v2.20.2; docs/semantics.md §2.6
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ an unknown ``metricName`` -> INVALID_ARGUMENT; a failed lag read -> UNAVAILABLE 
 it toward ``fallback``); no first read within ``first_read_timeout_s`` -> UNAVAILABLE.
 
 Source: kedacore/keda pkg/scalers/external_scaler.go (GetMetricSpecForScaling,
-GetMetricsAndActivity, handleIsActiveStream) v2.20.2; specs/keda-hpa-semantics.md §2.6
+GetMetricsAndActivity, handleIsActiveStream) v2.20.2; docs/semantics.md §2.6
 """
 
 from __future__ import annotations
