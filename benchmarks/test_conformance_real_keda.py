@@ -1,4 +1,6 @@
-"""Conformance: the embedded KEDA + HPA held against the real ones on a live run (issue 16).
+"""Conformance: the embedded KEDA + HPA held against the real ones on a live run.
+
+docs/kubernetes.md, "Conformance: the shadow controller"; docs/experiments.md, "Conformance".
 
 Every number the embedded default reports rests on the project's re-derivation of KEDA and the
 HPA (``pytest_lagscale/control``). Here the real ones decide: ``--platform kubernetes`` runs the

@@ -53,7 +53,7 @@ ENGINES = [pytest.param("spark", id="spark"), pytest.param("arrow", id="arrow")]
 #: Targets not asserted for an engine: its figure is recorded (verdict "recorded") and kept in the
 #: benchmark JSON for comparison runs. Spark's footprint floor on the 2-core machine (RSS under
 #: load ~510-555 MB, engine 118-180 ms per 5k batch; see spark_consumer.engine.spark) was accepted
-#: in issue 10 in place of the consumer contract's 450 MB / 120 ms; the system-level targets of
+#: (docs/replica.md, "Spark footprint") in place of the consumer contract's 450 MB / 120 ms; the system-level targets of
 #: benchmarks/test_spark_engines.py hold the engine to account instead.
 RECORDED_ONLY: dict[str, frozenset[str]] = {
     "spark": frozenset({"rss_load_mb", "engine_ms_per_5k_batch"}),

@@ -1,4 +1,4 @@
-"""Experiment 10 — the cost of a late lag signal (issue 15).
+"""Experiment 10 — the cost of a late lag signal (docs/experiments.md, "Experiment 10").
 
 The ``spike`` profile (``spike-ci`` at ci: 90 s of 10x) under the same ScaledObject (the
 committed one's replicas, HPA behavior, pollingInterval and threshold), with lag read from three

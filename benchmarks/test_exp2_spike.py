@@ -1,4 +1,4 @@
-"""Experiment 2 — scale-out reaction and drain (DESIGN.md; issue 5 acceptance).
+"""Experiment 2 — scale-out reaction and drain (docs/design.md; an acceptance test).
 
 A 10x step in the input rate (``spike-ci.yaml`` at ``--lagscale-scale ci``, ``spike.yaml`` at
 ``full``) must scale the consumer group out on lag: reaction time < 90 s with its five-part

@@ -1,4 +1,4 @@
-"""Experiment 4 — over-scaling past the partition count P (DESIGN.md; issue 11).
+"""Experiment 4 — over-scaling past the partition count P (docs/design.md).
 
 What it shows: a consumer group cannot use more replicas than partitions. With
 ``maxReplicaCount = 2P``, a low lagThreshold and ``allowIdleConsumers: "true"``, KEDA reports the

@@ -1,4 +1,4 @@
-"""Experiment 5 — flapping under bursty load (DESIGN.md; issue 12 acceptance).
+"""Experiment 5 — flapping under bursty load (docs/experiments.md; an acceptance test).
 
 The bursty profile (``bursty-ci``: 10 s bursts of 2,000/s every 40 s over 200/s, four bursts)
 runs under two scaling policies of the same Deployment (Spark replicas at ci):

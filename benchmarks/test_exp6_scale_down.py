@@ -1,4 +1,4 @@
-"""Experiment 6 — scale-down without loss (DESIGN.md; issue 5 acceptance).
+"""Experiment 6 — scale-down without loss (docs/design.md; an acceptance test).
 
 After the spike, the drain and the scale-down to minReplicaCount, the downstream store must
 hold every produced record exactly once when replicas drain gracefully on SIGTERM

@@ -1,4 +1,4 @@
-"""Experiment 8 — lagThreshold sweep and the recommendation for a drain SLO (issue 12).
+"""Experiment 8 — lagThreshold sweep and the recommendation for a drain SLO (docs/experiments.md).
 
 The 10x spike (``spike-ci`` at ci, the run of experiment 2) runs once per lagThreshold: by
 default the ci values 50, 500 and 5,000 records per replica (the lab's 1k / 10k / 100k at full

@@ -1,5 +1,5 @@
 """Experiment 9 — policy shoot-out: the seeds' four ways to scale a consumer group on one load
-(issue 14).
+(docs/experiments.md, "Experiment 9").
 
 Two loads, ``spike`` (``spike-ci`` at ci: 90 s of 10x) and ``bursty`` (``bursty-ci``: four 10 s
 bursts of 2,000/s every 40 s), each under six policies of the same Deployment:

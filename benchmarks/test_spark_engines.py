@@ -16,7 +16,7 @@ Per engine, in one session:
   8 x nominal; total RSS of all replicas' process trees (+ the server's for spark-connect),
   peak over the window; CPU seconds of those process groups per 1,000 records over the window.
 
-Targets (issue 10): the Spark engine's group capacity at 8 replicas >= 0.85 x nominal; its CPU
+Targets (docs/replica.md, "Spark footprint"): the Spark engine's group capacity at 8 replicas >= 0.85 x nominal; its CPU
 seconds per 1,000 records within 3x of the arrow engine's. Every figure goes to the benchmark
 JSON (``extra_info``) before anything is asserted; the comparison test runs last and reads the
 figures the engine tests recorded.
@@ -52,7 +52,7 @@ READY_TIMEOUT_S = 240.0
 CAPACITY_MIN_RATIO = 0.85
 CPU_MAX_RATIO_TO_ARROW = 3.0
 REACTION_LIMIT_S = 90.0
-#: Targets measured and missed on the 2-core machine (issue 10), recorded with verdict "fail" and
+#: Targets measured and missed on the 2-core machine, recorded with verdict "fail" and
 #: reported as xfail; every other target fails the test. CPU per record: Spark's fixed per-batch
 #: cost (a Spark job, ~0.16 CPU s per 2,000-record batch) against pyarrow's: 0.101 vs 0.021 CPU
 #: s per 1,000 records (4.8x) at the Deployment's --max-batch 2000, 0.068 vs 0.021 (3.3x) at 4000

@@ -1,4 +1,4 @@
-"""The twin against the real runs of this session (issue 13: calibration and validation).
+"""The twin against the real runs of this session (docs/twin.md, "Fidelity").
 
 Runs after the experiments (pytest runs ``benchmarks/`` files in name order; ``test_twin_*``
 sorts after ``test_exp*``). Every ci-scale run of the session that the twin models is predicted
@@ -12,7 +12,7 @@ SIGKILL scale-down, an engine without calibration) are listed, not predicted. Wi
 runs (this file alone) the committed golden runs (``tests/fixtures/golden/*/benchmark.json``)
 are predicted instead.
 
-Targets (issue 13, ``fidelity.TARGETS``): |median error| <= 15 % for reaction time, peak lag
+Targets (``fidelity.TARGETS``): |median error| <= 15 % for reaction time, peak lag
 and drain time, <= 10 % for replica-seconds, scale steps within +-2, the measured value inside
 the 5-95 % band in >= 80 % of the runs (per figure). Every figure and verdict goes to the
 benchmark JSON (``extra_info``) before anything is asserted. A target the model misses on the
@@ -26,7 +26,7 @@ a headline figure) falls outside the twin's stated band (``fidelity.STATED_BAND`
 reaction and peak lag, 40 % drain, 15 % replica-seconds, 6 steps) both against this run and
 against the nearest real run of its label (``fidelity.beyond_band``: the spread of the committed
 baseline's samples, ``benchmarks/baselines/<label>.json``): the real runs move by 5-13 %
-between two CI runs, so a miss of the issue's 10-15 % targets alone must not fail CI, but an
+between two CI runs, so a miss of the 10-15 % targets alone must not fail CI, but an
 error past the band the validation measured does. A run at the edge of its label's spread is
 not the twin off: spike-ci-lt50 peaked at 12,036 records in the clean-clone CI of 2026-11-26
 (12,500-14,899 in its three samples), +30.6 % to the twin's 15,720, +5.5 % to the nearest
@@ -127,7 +127,7 @@ def _predict(paths: list[Path], *, conditioned: bool) -> tuple[list[Any], dict[s
 
 @pytest.mark.gate
 def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
-    """The twin's prediction of every predictable ci run against issue 13's targets."""
+    """The twin's prediction of every predictable ci run against the fidelity targets."""
     paths, source = _session_runs(request.config), "session"
     if not paths:
         paths, source = sorted(GOLDEN.glob("*/benchmark.json")), "golden"
@@ -152,7 +152,7 @@ def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
     failed = [a for a in assertions if a["verdict"] == "fail"]
     new = [(a["name"], a["value"]) for a in failed if a["name"] not in KNOWN_MISSES]
     if failed or beyond_committed or reproduced:
-        pytest.xfail(f"issue 13's targets missed, recorded in the benchmark JSON: "
+        pytest.xfail(f"the fidelity targets missed, recorded in the benchmark JSON: "
                      f"{[(a['name'], a['value']) for a in failed]}; not in KNOWN_MISSES "
                      f"(new): {new}; beyond the stated band with the committed calibration "
                      f"(this machine's cold starts differ from the calibration's): "

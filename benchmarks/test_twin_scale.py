@@ -1,5 +1,5 @@
-"""The twin far beyond a test rig (issue 13, "Scale"): P = 1,000 partitions, up to 500
-replicas, 1M records/s for 30 minutes, simulated in under a minute on this machine.
+"""The twin far beyond a test rig: P = 1,000 partitions, up to 500 replicas, 1M records/s for
+30 minutes, simulated in under a minute on this machine (docs/twin.md, "Full scale and far beyond").
 
 Inputs (``benchmarks/data``): ``twin-scale-1000.yaml`` (100k/s for 1 minute, then 1M/s for 29;
 1.75 billion records, each partition's expected share of the seeded keys),
@@ -23,7 +23,7 @@ import pytest
 pytestmark = [pytest.mark.benchmark(group="twin")]
 
 DATA = Path(__file__).resolve().parent / "data"
-#: The issue's target: the whole simulation (plan, production, world, analysis) in < 60 s.
+#: The target: the whole simulation (plan, production, world, analysis) in < 60 s.
 TARGET_S = 60.0
 
 

@@ -33,7 +33,7 @@ class Claim:
     """One claim of a seed document and what the shoot-out measured against it.
 
     Attributes:
-        source: the document, as the issue names it.
+        source: the seed document's name (e.g. "KEDA Persistent Kafka Lag Scaler (README)").
         statement: the claim, quoted.
         profile: the load the claim is about (``bursty``).
         policy / reference: the policies compared (names of the shoot-out's table).

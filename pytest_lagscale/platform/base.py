@@ -1,7 +1,7 @@
 """What the runner needs from "a Deployment that the autoscaler scales": the :class:`Platform`.
 
-One module per implementation (``local``: replica processes on this machine; ``kubernetes``
-arrives with the issue that runs the real KEDA and HPA), registered in
+One module per implementation (``local``: replica processes on this machine; ``kubernetes``:
+the real KEDA and HPA on a local control plane, docs/kubernetes.md), registered in
 :data:`pytest_lagscale.platform.PLATFORMS`. The runner, the autoscaler and the scheduled actions
 speak only this Protocol.
 """

@@ -1,4 +1,4 @@
-"""Issue 4's end-to-end check: a step in load on the embedded broker drives the local Deployment
+"""The autoscaler's end-to-end check: a step in load on the embedded broker drives the local Deployment
 of real consumer replicas up on lag and back to minReplicaCount; every HPA decision in the
 controller's event log replays to the same result through ``HorizontalPodAutoscaler.decide``.
 

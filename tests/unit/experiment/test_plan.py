@@ -22,7 +22,7 @@ def test_ci_plan_uses_the_ci_manifests_and_the_profile_spike() -> None:
     assert plan.policy_name == "scaledobject-ci"
     assert Path(plan.deployment.source).name == "consumer-deployment-ci.yaml"
     assert (plan.lag_threshold, plan.min_replicas, plan.max_replicas) == (500, 1, 8)
-    # Spark in every run (issue 10): the ci Deployment's replicas run a local SparkSession.
+    # Spark in every run (docs/replica.md, "Spark footprint"): the ci Deployment's replicas run a local SparkSession.
     assert (plan.engine, plan.balancer, plan.capacity_per_s) == ("spark", "cooperative-sticky",
                                                                  400.0)
     assert plan.spike == (60.0, 150.0)

@@ -41,7 +41,7 @@ def test_start_order_and_binaries():
 
 
 def test_every_address_in_every_flag_is_loopback():
-    """Issue 16: the control plane's traffic stays on 127.0.0.0/8."""
+    """The control plane's traffic stays on 127.0.0.0/8 (docs/kubernetes.md, "Loopback only")."""
     for cmd in commands.control_plane(LAYOUT, commands.HpaTiming()):
         for arg in cmd.argv[1:]:
             for host in re.findall(r"(?:://|=)(\d+\.\d+\.\d+\.\d+)", arg):

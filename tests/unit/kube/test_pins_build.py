@@ -11,7 +11,7 @@ from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.kube import build, pins
 
 # k8s.io/kubernetes v1.36.3 requires these at v0.0.0 (its staging modules), as its go.mod read by
-# the first build says: 31. Issue 16 counted 33: staging/ also holds sample-cli-plugin and
+# the first build says: 31. The recipe's first draft counted 33: staging/ also holds sample-cli-plugin and
 # sample-controller, which k8s.io/kubernetes does not require (the build's pin check refused
 # their replace lines).
 STAGING_V1_36 = (
