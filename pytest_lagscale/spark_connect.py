@@ -34,11 +34,11 @@ from typing import Any, Callable, Mapping
 
 from .contract.clock import Clock, RealClock
 from .contract.jvm import LOG4J2_PROPERTIES
-from .contract.errors import LagscaleError, ReadinessTimeout
-from .exit_status import describe_exit
+from .contract.errors import LagscaleError
 from .kafka.embedded import free_port
 from .lifecycle import HomeProcess
 from .process import ManagedProcess, group_cpu_seconds
+from .wait import wait_ready
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 BUSY_METRIC = "spark_connect_server_busy_ratio"
@@ -242,23 +242,19 @@ class SparkConnectServer(HomeProcess):
 
     def _wait_ready(self, started: float) -> None:
         assert self.process is not None and self.log_path is not None
-        deadline = started + self.startup_timeout_s
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                if "Address already in use" in self.log_path.read_text(errors="replace"):
-                    raise _PortTaken()
-                raise SparkConnectError(
-                    f"spark-connect: server {describe_exit(code)} during startup; see "
-                    f"{self.log_path}\n" + "\n".join(self.process.tail(20)))
-            if self._answers():
-                return
-            if time.monotonic() > deadline:
-                raise ReadinessTimeout(
-                    f"spark-connect: timed out after {self.startup_timeout_s:.0f} s waiting for "
-                    f"a session on {self.url}; raise startup_timeout_s or check "
-                    f"{self.log_path}\n" + "\n".join(self.process.tail(20)))
-            time.sleep(0.5)
+        log_path = self.log_path
+
+        def port_taken(code: int) -> None:
+            if "Address already in use" in log_path.read_text(errors="replace"):
+                raise _PortTaken()
+
+        wait_ready(self._answers, self.process, timeout_s=self.startup_timeout_s,
+                   poll_interval_s=0.5, started=started, exit_error=SparkConnectError,
+                   on_exit=port_taken,
+                   exited=lambda how: f"spark-connect: server {how} during startup; see {log_path}",
+                   timed_out=lambda: (
+                       f"spark-connect: timed out after {self.startup_timeout_s:.0f} s waiting for "
+                       f"a session on {self.url}; raise startup_timeout_s or check {log_path}"))
 
     def _answers(self) -> bool:
         """True when a client session on our port runs ``SELECT 1`` and reports our id."""

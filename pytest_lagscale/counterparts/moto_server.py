@@ -14,17 +14,14 @@ Example:
 from __future__ import annotations
 
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ..contract.errors import LagscaleError, ReadinessTimeout
-from ..exit_status import describe_exit
+from ..contract.errors import LagscaleError
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
+from ..wait import probe_ready, wait_ready
 
 #: Dummy credentials moto accepts (AWS's documented example key pair is not needed: any works).
 CREDENTIALS = {"aws_access_key_id": "lagscale-moto", "aws_secret_access_key": "lagscale-moto"}
@@ -65,17 +62,12 @@ class MotoServer(StartStop):
         self.port = free_port()
         argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
         self.process = ManagedProcess("moto", argv, log_path=self.log_path).start()
-        deadline = time.monotonic() + self.startup_timeout_s
-        while not self._ready():
-            code = self.process.poll()
-            if code is not None:
-                raise LagscaleError(f"moto: {describe_exit(code)} during startup; see {self.log_path} (is moto "
-                                    "installed? pip install 'pytest-lagscale[sources]')\n" + self._tail())
-            if time.monotonic() > deadline:
-                raise ReadinessTimeout(f"moto: timed out after {self.startup_timeout_s:g} s waiting for GET "
-                                       f"{self.url}/moto-api/ == 200; raise startup_timeout_s or check "
-                                       f"{self.log_path}\n" + self._tail())
-            time.sleep(0.2)
+        wait_ready(self._ready, self.process, timeout_s=self.startup_timeout_s, poll_interval_s=0.2,
+                   exited=lambda how: (f"moto: {how} during startup; see {self.log_path} (is moto "
+                                       "installed? pip install 'pytest-lagscale[sources]')"),
+                   timed_out=lambda: (f"moto: timed out after {self.startup_timeout_s:g} s waiting for GET "
+                                      f"{self.url}/moto-api/ == 200; raise startup_timeout_s or check "
+                                      f"{self.log_path}"))
         return self
 
     def stop(self, timeout_s: float | None = None) -> str:
@@ -91,11 +83,4 @@ class MotoServer(StartStop):
         return boto3.client(service, region_name=region, endpoint_url=self.url, **CREDENTIALS)
 
     def _ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/moto-api/", timeout=1.0) as resp:
-                return resp.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
-
-    def _tail(self) -> str:
-        return "\n".join(self.process.tail(20)) if self.process else ""
+        return self.port is not None and probe_ready(self.port, "/moto-api/", 1.0)

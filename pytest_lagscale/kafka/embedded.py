@@ -28,10 +28,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..contract.errors import BrokerError, ReadinessTimeout
+from ..contract.errors import BrokerError
 from ..exit_status import describe_exit
 from ..lifecycle import HomeProcess
 from ..process import ManagedProcess
+from ..wait import wait_ready
 from . import artifacts
 
 #: Broker settings the harness changes from Kafka's defaults, and why.
@@ -357,31 +358,32 @@ class EmbeddedKafka(HomeProcess):
     def _poll_ready(self, admin: Any, started: float) -> None:
         """Ask ``admin`` for metadata until this broker answers (see :meth:`_wait_ready`)."""
         assert self.process is not None
-        deadline = started + self.startup_timeout_s
-        foreign: str | None = None
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                if foreign is not None or _bind_failed(self.home):
-                    raise _PortTaken()
-                raise BrokerError(f"kafka: broker {describe_exit(code)} during startup; "
-                                  f"see {self.log_path}\n{self._log_tail()}")
+        foreign: list[str] = []  # cluster ids of another broker answering on our port
+
+        def answers() -> bool:
             try:
                 md = admin.list_topics(timeout=1.0)
-                if md.brokers and md.cluster_id == self.cluster_id:
-                    return
-                if md.brokers:
-                    foreign = md.cluster_id  # another broker answers on our port
             except Exception:  # KafkaException while the listener is not up yet
-                pass
-            if time.monotonic() > deadline:
-                if foreign is not None:
-                    raise _PortTaken()
-                raise ReadinessTimeout(
-                    f"kafka: timed out after {self.startup_timeout_s:.0f} s waiting for the "
-                    f"broker on {self.bootstrap_servers}; raise startup_timeout_s or check "
-                    f"{self.log_path}\n{self._log_tail()}")
-            time.sleep(0.2)
+                return False
+            if md.brokers and md.cluster_id == self.cluster_id:
+                return True
+            if md.brokers:
+                foreign.append(md.cluster_id)
+            return False
+
+        def port_taken(code: int | None = None) -> None:
+            if foreign or (code is not None and _bind_failed(self.home)):
+                raise _PortTaken()
+
+        wait_ready(answers, self.process, timeout_s=self.startup_timeout_s, poll_interval_s=0.2,
+                   started=started, exit_error=BrokerError, tail=self._log_tail,
+                   on_exit=port_taken, on_timeout=port_taken,
+                   exited=lambda how: (f"kafka: broker {how} during startup; "
+                                       f"see {self.log_path}"),
+                   timed_out=lambda: (
+                       f"kafka: timed out after {self.startup_timeout_s:.0f} s waiting for the "
+                       f"broker on {self.bootstrap_servers}; raise startup_timeout_s or check "
+                       f"{self.log_path}"))
 
     def _log_tail(self) -> str:
         assert self.process is not None

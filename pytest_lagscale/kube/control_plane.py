@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..contract.clock import Clock, RealClock
-from ..contract.errors import LagscaleError, ReadinessTimeout
-from ..exit_status import describe_exit
+from ..contract.errors import LagscaleError
 from ..lifecycle import StartStop
+from ..wait import wait_ready
 from . import build, certs, kubeconfig, pins
 from .commands import Command, HpaTiming, Layout, Ports, control_plane
 
@@ -187,22 +187,21 @@ class ControlPlane(StartStop):
         started = self.clock.now()
         if cmd.readiness is None:
             return 0.0
-        detail = "no answer yet"
-        while True:
-            ok, detail = self._probe(cmd, self.layout)
-            if ok:
-                return self.clock.now() - started
-            code = process.poll()
-            if code is not None:
-                raise LagscaleError(f"{cmd.name}: {describe_exit(code)} before it was ready; "
-                                    f"see {self.run_dir / (cmd.name + '.log')}\n"
-                                    + "\n".join(process.tail(20)))
-            if self.clock.now() - started > self.ready_timeout_s:
-                raise ReadinessTimeout(
-                    f"{cmd.name}: timed out after {self.ready_timeout_s:g} s waiting for GET "
-                    f"{cmd.readiness.url} (last answer: {detail}); raise ready_timeout_s or "
-                    f"see {self.run_dir / (cmd.name + '.log')}\n" + "\n".join(process.tail(20)))
-            self.clock.sleep(POLL_INTERVAL_S)
+        log_path = self.run_dir / f"{cmd.name}.log"
+        detail = ["no answer yet"]  # the last probe's answer, for the timeout
+
+        def answers() -> bool:
+            ok, detail[0] = self._probe(cmd, self.layout)
+            return ok
+
+        wait_ready(answers, process, timeout_s=self.ready_timeout_s,
+                   poll_interval_s=POLL_INTERVAL_S, started=started, clock=self.clock,
+                   exited=lambda how: f"{cmd.name}: {how} before it was ready; see {log_path}",
+                   timed_out=lambda: (
+                       f"{cmd.name}: timed out after {self.ready_timeout_s:g} s waiting for GET "
+                       f"{cmd.readiness.url} (last answer: {detail[0]}); raise ready_timeout_s "
+                       f"or see {log_path}"))
+        return self.clock.now() - started
 
 
 def keda_control_plane(run_dir: Path, timing: HpaTiming, namespace: str, *,

@@ -48,8 +48,8 @@ from ..contract.eventlog import EventLog
 from ..exit_status import exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
-from ..platform.local import probe_ready
 from ..process import ManagedProcess
+from ..wait import probe_ready
 from . import node_sync
 from . import pod_replica as pr
 

@@ -24,17 +24,15 @@ import json
 import os
 import string
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..contract.errors import ConfigError, LagscaleError, ReadinessTimeout
-from ..exit_status import describe_exit
+from ..contract.errors import ConfigError, LagscaleError
 from ..kafka.artifacts import fixtures_dir
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess, run_id
+from ..wait import probe_ready, wait_ready
 
 #: The scrape jobs of the template, each with its own file_sd file.
 JOBS: tuple[str, ...] = ("replicas", "controller", "lag_exporter")
@@ -228,28 +226,15 @@ class PrometheusServer(StartStop):
         ]
 
     def _ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1.0) as resp:
-                return resp.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        """``GET /-/ready`` answers 200 within a second."""
+        return self.port is not None and probe_ready(self.port, "/-/ready", 1.0)
 
     def _wait_ready(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                raise LagscaleError(f"prometheus: {describe_exit(code)} during startup; see "
-                                    f"{self.log_path}\n{self._log_tail()}")
-            if self._ready():
-                return
-            if time.monotonic() > deadline:
-                raise ReadinessTimeout(
-                    f"prometheus: timed out after {self.startup_timeout_s:g} s waiting for "
-                    f"GET {self.url}/-/ready == 200; raise startup_timeout_s or check "
-                    f"{self.log_path}\n{self._log_tail()}")
-            time.sleep(0.2)
-
-    def _log_tail(self) -> str:
-        return "\n".join(self.process.tail(20)) if self.process else ""
+        wait_ready(self._ready, self.process, timeout_s=self.startup_timeout_s,
+                   poll_interval_s=0.2,
+                   exited=lambda how: f"prometheus: {how} during startup; see {self.log_path}",
+                   timed_out=lambda: (
+                       f"prometheus: timed out after {self.startup_timeout_s:g} s waiting for "
+                       f"GET {self.url}/-/ready == 200; raise startup_timeout_s or check "
+                       f"{self.log_path}"))

@@ -56,8 +56,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
@@ -71,6 +69,7 @@ from ..exit_status import describe_exit, exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
+from ..wait import probe_http
 from .identity import POD_NAME_VAR, expand_pod_fields, flag_value, lowest_free_ordinal, pod_name
 from .image import PreparedImage, prepare_image
 
@@ -78,6 +77,9 @@ if TYPE_CHECKING:
     from ..config.deployment import DeploymentConfig
 
 log = logging.getLogger(__name__)
+
+#: Seconds a replica's readiness probe waits for the answer (a kubelet's ``timeoutSeconds``).
+READINESS_PROBE_TIMEOUT_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -428,8 +430,9 @@ class LocalDeployment(StartStop):
                     # the ReplicaSet replaces a failed pod; a StatefulSet under the same name
                     self._start_replica(ordinal=replica.ordinal)
             return
-        if replica.ready_s is None and probe_ready(replica.metrics_port,
-                                                 self.template.readiness_path):
+        if replica.ready_s is None and probe_http(replica.metrics_port,
+                                                self.template.readiness_path,
+                                                READINESS_PROBE_TIMEOUT_S)[0]:
             replica.ready_s = self.clock.now()
             self.events.emit("replica_ready", replica_id=replica.replica_id,
                              cold_start_s=round(replica.ready_s - replica.started_s, 3))
@@ -508,33 +511,6 @@ class LocalDeployment(StartStop):
             if not r.ready:
                 lines.extend(f"    | {line}" for line in r.process.tail(20))
         return "\n".join(lines)
-
-
-def probe_ready(port: int, path: str, timeout_s: float = 0.5) -> bool:
-    """A kubelet's HTTP readiness probe of a replica: ``GET http://127.0.0.1:<port><path>``
-    answers 200 within ``timeout_s`` seconds (any error or other status: not ready)."""
-    return probe_http(port, path, timeout_s)[0]
-
-
-def probe_http(port: int, path: str, timeout_s: float) -> tuple[bool, str]:
-    """``GET http://127.0.0.1:<port><path>``: (answered 200 within ``timeout_s`` seconds, what
-    it said: ``HTTP <status>: <first body line>``, ``no answer within <timeout> s`` or
-    ``GET failed: <error>``)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout_s) as resp:
-            return resp.status == 200, f"HTTP {resp.status}: {_first_line(resp.read(512))}"
-    except urllib.error.HTTPError as exc:
-        return False, f"HTTP {exc.code}: {_first_line(exc.read(512))}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
-            return False, f"no answer within {timeout_s:g} s"
-        return False, f"GET failed: {reason}"
-
-
-def _first_line(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip()
-    return text.splitlines()[0] if text else ""
 
 
 def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: str, *,

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from ...contract.errors import LagscaleError, ReadinessTimeout
-from ...exit_status import describe_exit
+from ...contract.errors import LagscaleError
 from ...lifecycle import StartStop
 from ...process import ManagedProcess
+from ...wait import wait_ready
 from .server import LISTENING
 
 #: Seconds to wait for ``listening on HOST:PORT``.
@@ -67,20 +67,12 @@ class ScalerProcess(StartStop):
         started = time.monotonic()
         argv = [sys.executable, "-m", "pytest_lagscale.cli", "scaler", "serve", "--host", "127.0.0.1", "--port", "0"]
         self.process = ManagedProcess("scaler", argv, log_path=self.log_path).start()
-        deadline = started + self.startup_timeout_s
-        while self.address is None:
-            self.address = self._printed_address()
-            if self.address is not None:
-                break
-            code = self.process.poll()
-            if code is not None:
-                raise ScalerError(f"scaler: {describe_exit(code)} before listening; see {self.log_path}\n"
-                                  + "\n".join(self.process.tail(20)))
-            if time.monotonic() > deadline:
-                raise ReadinessTimeout(f"scaler: timed out after {self.startup_timeout_s:.0f} s waiting for "
-                                       f"{LISTENING.strip()!r} in {self.log_path}; check it\n"
-                                       + "\n".join(self.process.tail(20)))
-            time.sleep(0.1)
+        self.address = wait_ready(
+            self._printed_address, self.process, timeout_s=self.startup_timeout_s,
+            poll_interval_s=0.1, started=started, exit_error=ScalerError,
+            exited=lambda how: f"scaler: {how} before listening; see {self.log_path}",
+            timed_out=lambda: (f"scaler: timed out after {self.startup_timeout_s:.0f} s waiting for "
+                               f"{LISTENING.strip()!r} in {self.log_path}; check it"))
         self.startup_s = time.monotonic() - started
         return self
 
