@@ -22,9 +22,8 @@ STATUSES = ("regression", "improvement", "within_tolerance", "missing", "new", "
 #: build-up rate runs from the spike to the first scale-out, the event reaction_time_s times;
 #: where the baseline and the current run differ in whether that event was measured (the group
 #: was already scaling when the spike came in one, at its minimum in the other), the two rates
-#: are over different windows and are not compared (status ``other_window``). Measured:
-#: spike-ci-lt50 108-153 records/s over 3 samples without a reaction, 646 records/s in the CI
-#: of 2026-11-25 whose group met the spike at its minimum and reacted in 15.7 s.
+#: are over different windows and are not compared (status ``other_window``; the runs that
+#: showed it: docs/experiments.md, "Baselines: samples and history").
 DEPENDS_ON = {"lag_build_up_rate_per_s": "reaction_time_s"}
 
 
