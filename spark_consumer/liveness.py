@@ -3,60 +3,29 @@
 Rule. A joined replica is *not live* once its group session has stayed broken for longer than
 its session timeout (``--session-timeout``, else the 10 s default of
 :func:`spark_consumer.group.session_timeout_s`): no healthy group moment for more than that
-many seconds. A restart is the cure the rule aims at: seen after a 20 s SIGSTOP of the broker,
-one replica's librdkafka kept timing out its GroupCoordinator requests ("Timed out 0 in-flight,
-0 retry-queued, 1 out-queue" every 60 s) for good; it held no partition, never rejoined, and
-only a new process would have. Kubernetes restarts such a container through a livenessProbe on
-``/healthz`` (``k8s/consumer-deployment*.yaml``; the local platform probes it the same way).
+many seconds. A restart is the cure: after a 20 s SIGSTOP of the broker one replica's
+librdkafka kept timing out its GroupCoordinator requests for good and never rejoined.
+Kubernetes restarts such a container through a livenessProbe on ``/healthz``
+(``k8s/consumer-deployment*.yaml``; the local platform probes it the same way).
 
 Healthy moments (each one restarts the clock):
 
-* a librdkafka statistics callback (``statistics.interval.ms`` = :data:`STATS_INTERVAL_MS`,
-  ``stats_cb``) whose ``cgrp`` object says the member holds partitions (``assignment_size`` >
-  0), or is connected to its coordinator (``state`` ``"up"``) and either in the group
-  (``join_state`` ``"steady"``) or answered by it since the previous callback (the ``rx``
-  count of the logical broker ``GroupCoordinator`` grew: a heartbeat or join got its
-  response). Field meanings, per confluentinc/librdkafka STATISTICS.md ("cgrp", "brokers"):
-  ``state`` is the local group handler's state (``"up"`` once the coordinator connection is
-  up), ``stateage`` the milliseconds since ``state`` last changed, the join state the handler's
-  place in the join protocol (``"steady"``: in the group; documented there as ``joinstate``,
-  emitted as ``join_state`` by librdkafka 2.16), ``assignment_size`` the current assignment's
-  partition count, a broker's ``rx`` its total responses received. An assignment counts
-  because librdkafka revokes it itself (``on_lost``, log ``SESSTMOUT``) once no heartbeat
-  succeeded for the session timeout. Measured with librdkafka 2.16.0: an idle classic member of
-  a group with more members than partitions is ``up``/``steady`` with nothing assigned; an idle
-  KIP-848 member (``--balancer consumer``) stays ``up``/``init`` with nothing assigned, and only
-  its coordinator's answers (one per heartbeat: each second on the embedded broker) show
-  that it is in the group;
-* an assignment callback (``on_assign``) and the join (also a KIP-848 member found by
-  describing the group);
-* the start and the end of every batch, and all the time in between: a batch runs on the poll
-  thread, which serves no callback (statistics included) until it returns, while librdkafka's
-  own threads keep heartbeating, so a slow Spark batch is never taken for a dead session.
+* a librdkafka statistics callback (every :data:`STATS_INTERVAL_MS`) whose ``cgrp`` says the
+  member holds partitions, or is connected to its coordinator (``state`` ``"up"``) and either in
+  the group (``join_state`` ``"steady"``) or answered by it since the previous callback (the
+  ``GroupCoordinator`` broker's ``rx`` grew); field meanings per confluentinc/librdkafka
+  STATISTICS.md ("cgrp", "brokers");
+* an assignment callback (``on_assign``) and the join;
+* the start and the end of every batch, and all the time in between (a batch runs on the poll
+  thread, which serves no callback until it returns).
 
 Live regardless of the group: before the engine is ready and before the first assignment
 (startup is readiness's business: ``/ready``), and while draining (stop requested).
 
-Measured (librdkafka 2.16.0, two ``--engine arrow`` replicas, the embedded broker SIGSTOPped
-20 s, session timeout 10 s): the statistics kept showing the assignment until librdkafka's own
-session timeout revoked it 9.9 s after the stop (``lost``); ``liveness_failed`` came 10.0 s
-later (since_healthy_s 10.0), 0.7 s before SIGCONT, and the coordinator's first answers after
-it ended the failure 1.0 s later (``liveness_recovered``; the partitions came back 10 s after
-SIGCONT). A broker outage of S seconds thus costs a healthy replica about S - 20 s of 503: the
-Deployments' livenessProbe allows 16 s of failures (periodSeconds 2 x failureThreshold 8), so
-outages up to about 35 s restart nothing, and a session that stays broken restarts its replica
-within 10 + 16 (+ 2, the probe's phase) seconds. An eager rebalance can also outlast the
-session timeout without a healthy moment (a member that revoked everything waits in
-``wait-join`` with no answer until the last member rejoins): in
-tests/integration/test_consumer_rebalance.py an 11.0 s ``range`` rebalance made one replica
-answer 503 for 0.7 s, far from 16 s of failures.
-
-Cost: one ``json.loads`` of the statistics per second on the poll thread (about 4 KB with one
-broker; the callback never raises), and a few comparisons per ``/healthz``, scrape or poll.
-
 Events (the replica's event log): ``liveness_failed`` (reason, since_healthy_s,
 session_timeout_s) once per transition to not live, ``liveness_recovered`` (failed_for_s) when a
-healthy moment ends it.
+healthy moment ends it. What librdkafka 2.16.0 showed, the measured outage budget and the cost:
+docs/experiments.md, "Notes moved from module docstrings", "spark_consumer/liveness.py".
 """
 
 from __future__ import annotations

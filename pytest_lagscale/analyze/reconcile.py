@@ -1,45 +1,28 @@
-"""Lost / duplicated records (DESIGN.md "Measurements"): the store against the manifest, on Spark.
+"""Lost / duplicated records (docs/design.md "Measurements"): the store against the manifest, on Spark.
 
 Inputs:
 
 * The producer's manifest (:class:`pytest_lagscale.load.manifest.Manifest`, or the path of its
   ``manifest.json``): per partition, the first and last acknowledged offset and the count. The
-  *produced set* is every ``(partition, offset)`` with ``first_offset <= offset <= last_offset``.
-  That is exact only when the acknowledged offsets are contiguous (idempotent producer, fresh
-  topic: ``count == last_offset - first_offset + 1``), so a partition whose count does not match
-  its range is a :class:`~pytest_lagscale.contract.errors.ConfigError` rather than a guess.
+  *produced set* is every ``(partition, offset)`` with ``first_offset <= offset <= last_offset``;
+  a partition whose count does not match its range (acknowledged offsets not contiguous) is a
+  :class:`~pytest_lagscale.contract.errors.ConfigError` rather than a guess.
 * The replicas' store (``spark_consumer/store.py``): ``<store>/<replica_id>/<incarnation>-
-  <batch>.parquet``, one row per processed record. Only the ``partition`` (int32) and ``offset``
-  (int64) columns are read. Files whose name starts with ``.`` (temporaries being written) or
-  ``_`` (Spark/Hadoop markers), and anything under such a directory, are ignored. A missing or
-  empty store is not an error: everything produced is lost.
+  <batch>.parquet``, one row per processed record; only ``partition`` and ``offset`` are read;
+  names starting with ``.`` or ``_`` are ignored. A missing or empty store: everything is lost.
 
-Grain and counts (all in records, i.e. ``(partition, offset)`` pairs or rows):
+Counts (records): ``produced_total``; ``stored_rows_total`` and ``distinct_processed_total``;
+``lost_total`` (produced, not stored); ``duplicated_total`` (stored pairs with more than one row)
+and ``duplicate_rows_total`` (the extra rows); ``unexpected_total`` (stored pairs outside the
+produced set: a consumer bug or the wrong manifest). Identities: ``stored_rows_total ==
+distinct_processed_total + duplicate_rows_total`` and ``distinct_processed_total ==
+produced_total - lost_total + unexpected_total``.
 
-* ``produced_total``: pairs in the produced set (the manifest's acknowledged total).
-* ``stored_rows_total``: rows in the store; ``distinct_processed_total``: distinct pairs among
-  them (including unexpected ones).
-* ``lost_total``: produced pairs absent from the store.
-* ``duplicated_total``: stored pairs with more than one row (counted once each);
-  ``duplicate_rows_total``: the extra rows, ``sum(copies - 1)``.
-* ``unexpected_total``: stored pairs outside the produced set (wrong partition, offset outside
-  the acknowledged range): a bug in the consumer or the wrong manifest.
-
-Identities: ``stored_rows_total == distinct_processed_total + duplicate_rows_total`` and
-``distinct_processed_total == produced_total - lost_total + unexpected_total``.
-
-Why Spark: at seed scale the store holds 20M+ rows written by up to 24 replicas; a batch job
-keeps that off the Python heap and is the job a real pipeline would run over its sink. The job
-groups the store by pair (copies per pair), tags each pair in or out of its partition's range
-(broadcast join with the manifest's ranges, never expanding the produced set) and sums once;
-``lost = produced - distinct in-range pairs``. Examples take a second pass over the cached
-per-pair table, only when something is off; lost ones come from the gaps between consecutive
-stored offsets. :func:`reconcile` starts a small local session of its own (:class:`.local_spark.LocalSpark`:
-``local[1]``, a 384 MB heap, no UI, loopback) and stops it and its JVM before returning,
-also on error; pass ``spark=`` to reuse a session (it is left running). Measured on the 2-core
-machine under load, own session included: ~13-15 s for 210k rows, ~23-30 s for 2M rows.
-:func:`reconcile_arrow` computes the same result with pyarrow joins over the expanded produced
-set (a different algorithm); it exists to cross-check the Spark job in tests.
+:func:`reconcile` runs one Spark job (group by pair, tag each pair against its partition's range,
+sum once) in a small local session of its own (:class:`.local_spark.LocalSpark`), stopped before
+returning, also on error; pass ``spark=`` to reuse a session. :func:`reconcile_arrow` computes
+the same with pyarrow (another algorithm) to cross-check it in tests. Why Spark, and its
+timings: docs/experiments.md, "Notes moved from module docstrings", "analyze/reconcile.py".
 """
 
 from __future__ import annotations

@@ -3,62 +3,19 @@
 **Timeline.** :class:`Recorder` runs one ``query_range`` per timeline column (PromQL from
 :func:`default_queries`, overridable per column) at a 1 s step through prometheus-api-client and
 builds the table of :mod:`pytest_lagscale.analyze.tables` (one row per 1 s bucket
-``[t_s, t_s + 1)``). Default PromQL per column (group ``enrich``):
+``[t_s, t_s + 1)``): the broker's ``total_lag``, the HPA's desired and current replicas, ready
+replicas, consume and produce rates, the consumers' own ``consumer_lag`` (NaN where no replica
+reported: unknown, not 0), the Spark Connect server's busy ratio, the sample ages
+(:data:`AGE_COLUMNS`: how old the newest sample of a gauge is, so a stale value can be told
+from a fresh one, :mod:`pytest_lagscale.analyze.staleness`) and the machine columns
+(:data:`MACHINE_COLUMNS`, from :mod:`pytest_lagscale.observe.machine`; optional, so older
+timelines still load).
 
-========================  =============================================================
-column                    PromQL
-========================  =============================================================
-``total_lag``             ``sum(kafka_consumergroup_lag_sum{consumergroup="enrich"})``
-``desired_replicas``      ``sum(kube_horizontalpodautoscaler_status_desired_replicas)``
-``current_replicas``      ``sum(kube_horizontalpodautoscaler_status_current_replicas)``
-``ready_replicas``        ``sum(replica_ready)``
-``consume_rate_per_s``    ``sum(irate(records_processed_total[3s]))``
-``produce_rate_per_s``    ``sum(irate(kafka_topic_partition_current_offset[3s]))``
-``load_average_1m``       ``max(node_load1)``
-``cpu_busy_fraction``     ``clamp(1 - sum(irate(node_cpu_seconds_total{mode="idle"}[3s]))``
-                          ``/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)``
-========================  =============================================================
-
-``spark_connect_busy_ratio`` is ``max(spark_connect_server_busy_ratio)``: the run's own Spark
-Connect server's busy ratio (see :mod:`pytest_lagscale.spark_connect`), NaN in other runs.
-
-**Sample ages.** ``total_lag_age_s``, ``desired_replicas_age_s`` and ``ready_replicas_age_s``
-(:data:`AGE_COLUMNS`, float64) are ``time() - max(timestamp(<series>))`` at the bucket start:
-how old the newest sample of the gauge is. Prometheus answers an instant query with the last
-sample of the past 5 minutes, so a series that stopped being scraped (the lag exporter omits
-the lag when its read fails; Prometheus itself was down) keeps its last value; the age tells a
-fresh value from a stale one (:mod:`pytest_lagscale.analyze.staleness`).
-
-``consumer_lag`` is ``sum(consumer_records_lag)``: the lag the consumers report themselves
-(each replica: its owned partitions' high watermark minus its position, docs/replica.md), summed
-over the replicas, beside ``total_lag`` (the committed-offset lag KEDA reads from the broker).
-It is float64 and NaN where no replica reported a value (none running, or none has consumed
-from its partitions yet): unknown, not 0 (docs/policies.md, "Consumer-reported lag").
-
-The machine columns (:data:`MACHINE_COLUMNS`, float64) come from the harness machine's
-node_exporter-named series that the lag exporter also serves
-(:mod:`pytest_lagscale.observe.machine`): the 1 minute load average (tasks) and the share of
-all CPU time that was not idle (0..1 for the whole machine, every mode but ``idle`` counting
-as busy, ``iowait`` included). The busy fraction is a ratio of two sums, so it needs no CPU
-count. They are extra columns of the timeline: :mod:`pytest_lagscale.analyze.tables` does not
-require them, so timelines recorded before them still load.
-
-Choices, on purpose:
-
-* Rates use ``irate`` over ``[3s]``, not ``rate(...[5s])``: with a 1 s scrape ``irate`` is the
-  increase between the last two samples, i.e. the rate of one 1 s bucket, which the dip and
-  recovery measurements need; ``rate[5s]`` would smooth a 2 s dip into a shallow 5 s one. The
-  3 s window still holds two samples when a scrape is late by up to 1 s.
-* Gauges (``total_lag``, replica counts) take the instant value at the bucket start ``t_s``.
-  Rates are evaluated at the bucket end ``t_s + 1`` so that ``irate`` covers the bucket itself.
-* Several series of one query are summed per step (so one HPA per run is not required).
-* Missing samples: ``total_lag``, ``desired_replicas`` and ``current_replicas`` are gauges and
-  are forward-filled (a missed scrape keeps the last value; before the first sample: 0).
-  ``ready_replicas`` and the rates are counts and become 0 (no replica target = none ready,
-  no samples = nothing processed or produced).
-* Machine columns are unknown, not zero, without a sample: ``load_average_1m`` is
-  forward-filled after its first sample and NaN before it; ``cpu_busy_fraction`` is NaN where
-  ``irate`` had fewer than two samples.
+Rates use ``irate`` over ``[3s]`` evaluated at the bucket end (the rate of one 1 s bucket, which
+the dip measurements need); gauges take the instant value at the bucket start; series of one
+query are summed. Missing samples: gauges are forward-filled (0 before the first), counts and
+rates become 0, machine columns NaN. The default PromQL per column and the reasons for each
+choice: docs/experiments.md, "Notes moved from module docstrings", "observe/recorder.py".
 
 **Events.** :func:`merge_event_logs` (defined in :mod:`pytest_lagscale.contract.rundir`, which
 owns the run directory's layout) merges the run's JSONL logs into ``events.jsonl``.

@@ -4,51 +4,27 @@
 tell: ``scale(n)`` sets the desired count; new replicas are processes started from the
 Deployment's container command/args/env; a replica is *ready* once its readiness endpoint
 answers 200 (probed every ``readiness_period_s`` as a kubelet would); scale-down removes the
-newest replicas first (the ReplicaSet's preference for the youngest pods) by SIGTERM and, after
-``terminationGracePeriodSeconds``, SIGKILL; a replica that exits on its own is replaced by a
-new one (the ReplicaSet keeps the count). Every process runs in its own process group, and
-:meth:`LocalDeployment.stop` reaps them all on every exit path.
+newest replicas first by SIGTERM and, after ``terminationGracePeriodSeconds``, SIGKILL; a replica
+that exits on its own is replaced (the ReplicaSet keeps the count). Every process runs in its own
+process group, and :meth:`LocalDeployment.stop` reaps them all on every exit path.
 
-Each replica gets ``--replica-id``, ``--metrics-port`` (a free loopback port, since local
-replicas share one IP), ``--event-log`` and ``--store`` appended to the template's args; its
-stdout/stderr and event log live in ``<run_dir>/replicas/<replica id>/``. Platform events
-(``replica_started``, ``replica_ready``, ``replica_terminating``, ``replica_stopped``,
-``replica_exited``, ``scaled``) go to ``<run_dir>/platform.events.jsonl``; ``replica_exited``
-carries the exit code, the signal's name when a signal killed it (``SIGSEGV``) and the last 20
-lines of its log (with faulthandler's Python stacks after a native crash); the same report is
-logged, as a warning unless the run signalled the replica itself (:meth:`kill_replica`).
+Each replica gets ``--replica-id``, ``--metrics-port`` (a free loopback port), ``--event-log``
+and ``--store`` appended to the template's args; its output and event log live in
+``<run_dir>/replicas/<replica id>/``. Platform events (``replica_started``, ``replica_ready``,
+``replica_terminating``, ``replica_stopped``, ``replica_exited`` with the exit code, the signal's
+name and the last 20 log lines, ``scaled``) go to ``<run_dir>/platform.events.jsonl``.
 
-Identity, as a StatefulSet gives it (:mod:`.identity`): besides its replica id (unique per
-process), each replica holds a slot, the lowest ordinal no live replica holds (a replica whose
-termination is still in progress keeps its slot), and is named ``<name>-<ordinal>``
-(``lagscale-consumer-0``); the replacement of a replica that exited takes the exited one's slot.
-The name is in the replica's environment as ``POD_NAME`` and replaces ``$(POD_NAME)`` in its
-args, so ``--instance-id=$(POD_NAME)`` (the ``--static-membership`` run option) makes a replaced
-replica rejoin as the same static member. ``replica_started`` records ``ordinal``, ``pod_name``
-and ``instance_id`` (None without ``--instance-id``).
+Identity, as a StatefulSet gives it (:mod:`.identity`): each replica holds the lowest free slot
+and is named ``<name>-<ordinal>``, given to it as ``POD_NAME`` and ``$(POD_NAME)`` in its args, so
+``--instance-id=$(POD_NAME)`` makes a replacement rejoin as the same static member.
 
-Liveness, as a kubelet runs a ``livenessProbe`` (the template's :class:`LivenessCheck`, from the
-Deployment's probe; none: no liveness probing). Each replica that is not terminating is probed
-with ``GET http://127.0.0.1:<port><path>`` every ``period_s`` seconds, the first probe
-``initial_delay_s + period_s`` after its start (a kubelet's first probe comes at a random point
-of its first period; here at its end). A failed GET, no answer within ``timeout_s`` or a status
-other than 200 is a failure, a 200 resets the count; after ``failure_threshold`` consecutive
-failures the platform writes ``replica_liveness_failed`` (replica_id, failures, failing_for_s,
-reason: the last answer's first body line or the error) and restarts the container: SIGTERM,
-SIGKILL after the probe's ``terminationGracePeriodSeconds`` (else the pod's), in a background
-thread, then a new process in the same slot and list position (``replica_terminating`` and
-``replica_stopped`` with ``reason: liveness``; the new process's ``replica_started`` carries
-``restart_of``, the replaced replica id, and ``restarts``, its slot's restart count). As with a
-container restart the pod stays: :attr:`LocalDeployment.current_replicas` does not change
-during the restart, the replica is not ready from the first SIGTERM until its successor's
-readiness probe passes, and the exit of the killed process is not also handled as a crash
-(no ``replica_exited``, no second replacement). A kubelet's CrashLoopBackOff between repeated
-restarts is not modelled (nor is it for crashed replicas).
-
-``--platform kubernetes`` (:mod:`.kubernetes`) applies the same Deployment, livenessProbe
-included, but its pods are run by the harness's node agent
-(:mod:`pytest_lagscale.kube.node_agent`), which probes readiness only: liveness restarts happen
-on the local platform, and on a cluster whose kubelet runs the pods.
+Liveness, as a kubelet runs a ``livenessProbe`` (:class:`LivenessCheck`, from the Deployment's
+probe): after ``failure_threshold`` consecutive failed probes the platform writes
+``replica_liveness_failed`` and restarts the container in the same slot (SIGTERM, then SIGKILL
+after the grace period); the pod stays, so :attr:`LocalDeployment.current_replicas` does not
+change. The probe's timing, the events and what is not modelled: docs/experiments.md, "Notes
+moved from module docstrings", "platform/local.py". ``--platform kubernetes``'s node agent
+probes readiness only.
 """
 
 from __future__ import annotations

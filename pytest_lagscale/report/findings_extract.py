@@ -5,38 +5,9 @@ returns an :class:`~.findings.Extract`: headline :class:`~.findings.Figure` s wi
 one-sentence conclusion computed from those numbers, and optionally the
 :class:`~.findings.Recommendation` the experiment gives. Register one with
 ``@extractor(n)``; adding an experiment is one function. Every extractor tolerates absent keys
-(a figure it cannot read is printed ``n/a``, never raises).
-
-What each reads (benchmark JSON keys):
-
-1. ``experiment.signal`` (``lag_policy``, ``cpu_policy``, ``lag_multiple``,
-   ``peak_ratio_cpu_over_lag``) -> the scaling signal.
-2. ``metrics`` of the spike run (``reaction_time_s`` and its five parts, ``drain_time_s``,
-   ``drain_monotone``, ``peak_lag_records``).
-3. ``experiment.rebalance_dip.variants.<protocol>`` (``max_dip``, ``max_recovery_s``,
-   ``rebalance_cost_records``, ``restart_cost_records``, ``drain_time_s``) -> the protocol.
-4. ``experiment.ceiling`` (``partitions``, ``max_desired``, ``surplus_records``,
-   ``surplus_max_partitions``, ``throughput_change``) and ``experiment.cap``
-   (``max_desired``) -> maxReplicaCount.
-5. ``experiment.flapping``: ``short_window`` / ``hysteresis`` (``flips``,
-   ``direction_reversals``, ``rebalances``, ``replica_seconds[_ratio]``,
-   ``drain_after_last_burst_s``, ``drain_bound_s``),
-   ``hysteresis_replica_seconds_over_short_window``, ``recommendation`` = {setting: value,
-   ``evidence``} -> the scale-down windows.
-6. ``run.reconciliation`` (``lost_total``, ``duplicated_total``) of the graceful and the
-   ``--no-graceful`` runs.
-7. ``experiment.partitions``: ``change`` (``before``, ``after``), ``forced_rebalance``
-   (``delay_s``, ``duration_s``, ``dip``, ``recovery_s``), ``replicas`` (``max_desired``,
-   ``max_current``), ``lost_records``, ``duplicated_records``, ``drain_time_s``.
-8. ``experiment.sweep``: ``by_threshold`` (value -> one line), ``values`` (``lag_threshold``,
-   ``slo_met``), ``recommendation`` (``lag_threshold``, ``drain_slo_s``, ``rule_of_thumb``,
-   ``dead_zone.why``, ``evidence``) -> lagThreshold.
-9. ``experiment.policies`` of each shoot-out run: ``profile``, ``policy``, ``row`` (the
-   :data:`~pytest_lagscale.analyze.shootout.COLUMNS` figures, ``drain_slo_met``,
-   ``reaction_slo_met``, ``handed_over``, ``lost_records``, ``duplicated_records``) and, from the
-   table test, ``table`` (policy -> row) and on bursty ``claims`` (the seeds' claims judged)
-   -> one table per profile.
-10. ``experiment.lag_sources`` (:mod:`.findings_extract_sources`): one table of the sources.
+(a figure it cannot read is printed ``n/a``, never raises). The benchmark JSON keys each one
+reads are listed in docs/findings.md, "Adding or changing an experiment"; experiment 10's is
+:mod:`.findings_extract_sources`.
 """
 
 from __future__ import annotations

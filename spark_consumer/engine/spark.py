@@ -1,86 +1,26 @@
 """The enrichment on a local SparkSession, sized for many replicas on a small machine.
 
-Footprint choices (measured in ``benchmarks/test_consumer_footprint.py``):
+Footprint choices (each measured in ``benchmarks/test_consumer_footprint.py``; the figures, the
+options tried and not kept, and the memory floor: docs/experiments.md, "Notes moved from module
+docstrings", "spark_consumer/engine/spark.py"):
 
 * ``local[1]``, one shuffle partition, no UI, no event log, no adaptive execution.
-* Small JVM: ``spark.driver.memory`` (-Xmx) plus ``spark.driver.extraJavaOptions`` (serial GC,
-  C1 only, capped metaspace / code cache / direct memory, shrinking heap).
-  ``spark.testing.reservedMemory`` lowers Spark's 300 MB reserve, without which any heap under
-  450 MB is refused at start (exercised by every Spark test, which run with 128 MB).
-* ``spark.driver.extraClassPath`` repeats Spark's own core jars first: every job's closure
-  cleaning reads class files through the class path, and with ~280 jars in alphabetical order
-  each miss walked most of them.
-* ``spark.sql.execution.arrow.localRelationThreshold=0``: the Arrow batch becomes an RDD, not a
-  ``LocalRelation``, so the analyzer does not walk every row of it in each rule.
+* A small JVM: ``spark.driver.memory`` plus serial GC, C1 only, capped metaspace / code cache /
+  direct memory, a shrinking heap; ``spark.testing.reservedMemory`` lowers Spark's 300 MB
+  reserve so a heap under 450 MB starts (every Spark test runs with 128 MB).
+* Spark's own core jars first on ``spark.driver.extraClassPath`` (class lookups stop walking
+  ~280 jars); ``spark.sql.execution.arrow.localRelationThreshold=0`` (the Arrow batch is an RDD).
 * The join is a shuffled hash join with no exchange: the dimension is cached once as one
-  partition (``coalesce(1)``, hint ``shuffle_hash``) and each batch is ``coalesce(1)``-ed, so
-  both sides report ``SinglePartition`` and EnsureRequirements adds nothing
-  (``spark.sql.defaultSizeInBytes`` / ``maxSinglePartitionBytes`` let its single-partition
-  shortcut apply). The hash table of the 10k-row dimension is built inside the batch's one
-  task. The broadcast hash join it replaced ran a second job per batch (collect the dimension,
-  build and broadcast the relation, then destroy it): 200-220 ms of JVM CPU per 5k batch
-  against 130-160 ms now (same session, interleaved, 2 cores at load 5-7).
-* Everything about the query that can be built once is: the dimension, the JVM ``Seq`` of the
-  projections and join keys, the input schema's JSON, the JVM methods that take the Arrow batch
-  in and serve the result. A batch is 11 py4j calls in all (was ~190: pyspark converts each
-  column list element by element, and its ``createDataFrame`` / ``toArrow`` made 66 calls,
-  two of which searched all ~280 jars for ``PythonSQLUtils`` by short name); see
-  :class:`_Plan`. Measured: median -10 to -17 ms per 5k batch (125-133 vs 136-142 ms, micro,
-  interleaved).
-* GC (``-Xlog:gc``, 200 x 5k batches): one young collection per batch (~32 MB eden, ~6 ms)
-  and a full collection every 10-20 batches (100-200 ms) — the old generation holds 64-75 MB
-  live in a 128 MB heap. ``SurvivorRatio=3``, ``TargetSurvivorRatio=90`` and ``-Xmn24m`` did
-  not change the median (129-140 ms) or the JVM CPU per batch (166-179 ms).
-* The block manager's two endpoint thread pools are cut to one core thread
-  (:func:`_shrink_block_manager_pools`): Spark makes them core = max = 100, so the removal of
-  each job's task-binary broadcast started one more thread until 200 idle threads held ~25 MB
-  (JVM threads 260 -> 44).
-* Measured floor of the rest (NMT + smaps, 2 cores, JDK 17, after 80 batches): JVM ~380 MB =
-  heap ~119 MB committed (old generation holds ~60 MB live after a full GC: the session's
-  function registry, parser, Scala reflection, ~113k strings; -Xmx96m measured +70 % JVM CPU
-  per batch from GC, for -6 MB of RSS) + class data ~150 MB for ~19,800 classes (the CDS
-  archive maps ~152 MB; without it metaspace + symbols + class space are ~165 MB) + code cache
-  ~29 MB + malloc ~20 MB; Python ~100 MB (pyarrow + numpy ~60 MB of it, pandas refused).
-  The CDS archive is relocated at start (this JDK defaults to ``ArchiveRelocationMode=1``),
-  which dirties 120 of its 152 MB; ``-XX:ArchiveRelocationMode=0`` (diagnostic) measured 53 MB
-  dirty, the rest clean file pages shared between replicas, but psutil RSS counts them all.
-* Footprint experiments (micro-benchmark: engine alone in one process, 80 x 5k
-  batches, peak RSS of Python + JVM, median JVM CPU per batch; options interleaved; 2 cores
-  shared with another run, load 1.2-3.6):
-
-  - ``-Xmn16m`` (not kept): young generation fixed at 16 MB instead of ~1/3 of the heap. Micro:
-    peak RSS 455 vs 478-483 MB, heap committed 87-92 vs 108-116 MB, the same JVM CPU per batch.
-    ``-Xmn12m`` / ``-Xmn8m``: 450-453 MB, slower p90. But in the benchmark (interleaved with
-    the default, load 1.2-2.3) it saved only 15 MB under load (490-494 vs 505-509 MB) and
-    cost engine time: median 154 / 170 ms vs 125 / 152 ms, p90 265 / 280 vs 175 / 210 ms
-    (more minor collections inside the batch).
-  - ``spark.sql.codegen.wholeStage=false`` (+ ``factoryMode=NO_CODEGEN``): no gain. Classes
-    18,950 -> 18,790 (the CDS archive already holds Janino and the generated-code support),
-    the same metaspace and code cache, +10-20 % JVM CPU per batch (140-180 vs 130-150 ms).
-  - ``-XX:ArchiveRelocationMode=0``: the same RSS (480 MB): the pages it leaves clean are still
-    resident and counted; not kept (also a diagnostic option). ``MinHeapFreeRatio=5`` /
-    ``MaxHeapFreeRatio=10``: -2 to -4 MB, +6-9 % CPU; not kept.
-  - C1 thresholds raised x10 (``Tier3*Threshold``): code cache 26 -> 14 MB, peak -15 MB, but
-    +30 % JVM CPU per batch (x3: code cache 20 MB, peak -3 to -5 MB, +6 % CPU);
-    full tiered (C2): +60 % CPU over 80 batches. Neither kept.
-  - Python: pandas is already refused and ``MALLOC_ARENA_MAX=2`` / the system Arrow pool are
-    set by the replica launcher (``spark_consumer.__main__``); after start only pyarrow and
-    numpy of the big modules are loaded (Python RSS ~102 MB).
-  - Not done, measured: the live heap (64 MB after 60 batches, ``GC.class_histogram``) holds
-    31 MB of ``byte[]`` (117k; the 114k strings are ~4 MB of it) and 2.9 MB of ``int[]``:
-    16.4 MB of them are the central directories of the 279 jars the class loader keeps open
-    (279 ``ZipFile$Source``, 292 ``Inflater`` with native zlib state); the 74 jars classes are
-    loaded from account for 8.9 MB of it. A JVM
-    started from a SPARK_HOME whose ``jars/`` holds only the 74 jars classes were loaded from
-    (``-Xlog:class+load``) measured peak RSS 446 vs 466 MB, heap 82 vs 91 MB (both without
-    CDS). It would need a curated jar list per pyspark version and misses resources / error
-    paths of the jars left out.
+  partition and each batch is ``coalesce(1)``-ed, so both sides are ``SinglePartition``.
+* Everything about the query that can be built once is (:class:`_Plan`): a batch is 11 py4j
+  calls.
+* The block manager's endpoint thread pools are cut to one core thread
+  (:func:`_shrink_block_manager_pools`).
 * A class-data-sharing archive, when prepared (:mod:`spark_consumer.engine.cds`), cuts the
   engine start by ~4 s.
 * The JVM ignores SIGTERM/SIGINT (started by :func:`pytest_lagscale.contract.jvm.launch_gateway`
-  through a ``trap '' TERM INT`` wrapper), so a SIGTERM sent to the replica's process group
-  reaches only Python, which drains and then stops Spark. The JVM still dies with its parent:
-  the gateway exits when its stdin closes.
+  through a ``trap '' TERM INT`` wrapper), so a SIGTERM to the replica's process group reaches
+  only Python, which drains and then stops Spark; the gateway exits when its stdin closes.
 """
 
 from __future__ import annotations

@@ -1,40 +1,19 @@
 """The lag-per-slot halving policy of the recipe "Kafka Lag Autoscaler": replicas up to
 ceil(lag / lagPerSlot) on high lag, halved on low lag, at most one operation per cooldown.
 
+Rules, in the recipe's order (:func:`recipe_proposal`): lag > lagPerSlot scales up to
+min(ceil(lag / lagPerSlot), maxParallelism) if that is above current; lag < scaleDownLag halves
+current (not below minParallelism); otherwise hold. An operation less than cooldownSeconds after
+the previous one is not made (``CoolingDown``). Lag (:func:`total_lag_records`) is read as
+KEDA's kafka trigger with ``offsetResetPolicy: earliest`` reads it, no cap. One evaluation every
+``pollingInterval`` seconds (:meth:`~LagPerSlotPolicy.due`). The full rules, the lag reading and
+what it does not do (no clamp into [minParallelism, maxParallelism]: test ids
+quirk-above-max-holds-until-low-lag, quirk-below-min-holds-in-band): docs/policies.md, "The
+lag-per-slot halving policy".
+
 Source: the recipe "Kafka Lag Autoscaler" (Cohestra docs, autoscaling/kafka-lag,
 ``KafkaLagAutoscaler.evaluate`` and its constants MIN_PARALLELISM 2, MAX_PARALLELISM 64,
-LAG_PER_SLOT 50,000, SCALE_DOWN_LAG 10,000; COOLDOWN 300 s between operations). Replicas play
-the role of its parallelism. Its rules, in its order, on the total lag and the current replicas
-(:func:`recipe_proposal`):
-
-1. lag > lagPerSlot: target = min(ceil(lag / lagPerSlot), maxParallelism); scale up only if
-   target > current (otherwise fall through to rule 2, as the recipe's code does).
-2. lag < scaleDownLag and current > minParallelism: target = max(current // 2, minParallelism).
-3. Otherwise hold: lag in [scaleDownLag, lagPerSlot] is the band where nothing moves.
-
-Cooldown: an operation (a change of replicas) less than cooldownSeconds after the previous one
-is not made (reason ``CoolingDown``); the first operation has none before it.
-
-Lag (:func:`total_lag_records`): the sum over partitions of log-end minus committed offset of
-group ``enrich`` on the topic, read from the :class:`~pytest_lagscale.control.observation.
-Observation` exactly as KEDA's kafka trigger with ``offsetResetPolicy: earliest`` reads it (the
-committed ScaledObjects' setting), with no persistent-lag exclusion and no per-partition cap: a
-partition with no committed offset counts its whole log-end offset, because the replicas start
-such a partition at its earliest offset (``auto.offset.reset=earliest``), so every record in it
-is still to be processed; counting it as 0 or 1 (KEDA's ``latest``) would hide the backlog of a
-group that has not committed yet and of partitions added mid-run. A partition missing from the
-latest-offset response counts 0 (as KEDA).
-
-Schedule: one evaluation every ``pollingInterval`` seconds, the first at the first
-:meth:`~LagPerSlotPolicy.decide`; :meth:`~LagPerSlotPolicy.due` is True exactly when an
-evaluation is scheduled. Every evaluation is one ``lag_per_slot`` step whose ``replicas_after``
-is the policy's desired count (held counts included).
-
-Quirk: the recipe never clamps the current count into [minParallelism, maxParallelism] by
-itself: a group above maxParallelism (e.g. after a policy switch) stays there until low lag
-halves it, and one below minParallelism grows only on high lag; the runner starts the
-Deployment at minParallelism. Test ids quirk-above-max-holds-until-low-lag,
-quirk-below-min-holds-in-band.
+LAG_PER_SLOT 50,000, SCALE_DOWN_LAG 10,000; COOLDOWN 300 s between operations).
 
 Example:
     >>> from pytest_lagscale.config._objects import ObjectMeta

@@ -4,48 +4,14 @@ Time and lag are inputs (no clock, no I/O). The sampler adds one sample every
 ``samplingInterval`` seconds (:meth:`PersistentLagWindow.due`); every sample re-evaluates the
 window, and GetMetrics / IsActive return the latest :class:`Assessment`.
 
-What GetMetrics returns (T = lagThreshold, S = sustainSeconds, L = the newest sample's total
-lag, KEDA divides the value by T, its AverageValue target):
-
-=========== ============================================ ===================================
-state       when                                         metric value
-=========== ============================================ ===================================
-empty       no sample yet                                0
-below       L <= T                                       L (at most one replica's worth)
-pending     L > T, but not yet for S seconds             T (held at one replica's worth: the
-                                                         HPA gets no reason to add replicas)
-sustained   every sample of the last S seconds > T       the persistent lag: the lowest total
-                                                         lag of the samples of the last S
-                                                         seconds (> T), i.e. the level lag
-                                                         stayed above for S seconds
-=========== ============================================ ===================================
-
-"Stayed above for S seconds": the newest run of consecutive samples above T began at least S
-seconds before the newest sample (the README's "newest minus oldest high-lag sample >=
-sustainDuration", made continuous: one sample at or below T starts the wait again). A scale-up
-to N replicas therefore needs lag above (N - 1) x T for S seconds; a drop shows at once (the
-minimum falls with the newest sample), and the HPA's scale-down stabilization decides how fast
-replicas follow.
-
-IsActive (KEDA's 0 <-> 1 activation): the reported value > activationLagThreshold. Activation
-is not delayed by S (a pending window reports T); only scale-ups beyond one replica wait.
-
-The README's two stabilization settings:
-
-* ``scaleUpStabilization`` (implemented here): "cool-down period before scaling up again". After
-  the reported value rises to a higher replica level (``ceil(value / T)``), the value is capped
-  at that level's value for ``scaleUpStabilization`` seconds; drops pass at once. The HPA has no
-  such rule: its scaleUp stabilization window takes the *lowest* recent recommendation (a delay
-  before every scale-up, which S already is), and its rate policies limit a step's size, not the
-  time between steps.
-* ``scaleDownStabilization`` (not implemented, refused in the metadata): "cool-down period before
-  scaling down" is exactly the HPA's ``behavior.scaleDown.stabilizationWindowSeconds`` (the
-  highest recommendation of the window wins), which KEDA passes to the HPA it generates. Doing it
-  here too would delay every scale-down twice.
-
-Differences from the README's sketch: lag is the topic's *total* lag (like KEDA's kafka trigger,
-so lagThreshold means the same, records per replica), not a per-partition test averaged over
-partitions; per-partition lag is kept in the samples and reported beside it.
+With T = lagThreshold, S = sustainSeconds and L the newest sample's total lag, GetMetrics
+reports 0 with no sample yet, L while L <= T, T while L > T for less than S seconds, and then
+the persistent lag: the lowest total lag of the samples of the last S seconds, i.e. the level
+lag stayed above for S seconds (one sample at or below T starts the wait again). IsActive is
+the reported value > activationLagThreshold. ``scaleUpStabilization`` caps the value at a
+replica level (``ceil(value / T)``) for that many seconds after a rise; ``scaleDownStabilization``
+is refused (it is the HPA's scale-down window). The table of states, the reasons and what
+differs from the README: docs/policies.md, "Persistent-lag external scaler", "Behaviour".
 
 Source: sarkarshuvojit/keda-persistent-kafka-lag-scaler readme.md ("How Persistent Lag is
 Calculated", "Configuration Reference", "Example Scenario") at 27a6260.
