@@ -91,7 +91,8 @@ def _yardstick(scale: str) -> tuple[int, float]:
     """The committed ScaledObject's lagThreshold (records: every source's drain target) and its
     controller period (seconds: :func:`~pytest_lagscale.analyze.lag_delay.tolerance_s`)."""
     from pytest_lagscale.config.bundled import resolve_manifest
-    from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+    from pytest_lagscale.config.policy import load_policy_manifest
+    from pytest_lagscale.control.policy.build import build_policy
 
     policy = build_policy(load_policy_manifest(resolve_manifest(SOURCES["broker"][scale], "--policy")))
     return int(policy.lag_threshold_records), tolerance_s(policy.polling_interval_s, policy.sync_period_s)

@@ -43,7 +43,8 @@ SWEEP = {"ci": (50, 500, 5000), "full": (1000, 10_000, 100_000)}
 
 def _policy_threshold(settings: Any) -> int:
     """The lagThreshold the run's ScaledObject says (the drain yardstick), records."""
-    from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+    from pytest_lagscale.config.policy import load_policy_manifest
+    from pytest_lagscale.control.policy.build import build_policy
 
     policy = build_policy(load_policy_manifest(settings.manifest_files()["policy"]))
     return int(policy.lag_threshold_records)

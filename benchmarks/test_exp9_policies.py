@@ -136,7 +136,8 @@ def concurrent_members(profile: str, scale: str, folder: Path) -> dict[str, list
 def _yardstick(scale: str) -> int:
     """The committed ScaledObject's lagThreshold (records): every policy's drain target."""
     from pytest_lagscale.config.bundled import resolve_manifest
-    from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+    from pytest_lagscale.config.policy import load_policy_manifest
+    from pytest_lagscale.control.policy.build import build_policy
 
     path = resolve_manifest(POLICIES["keda"][scale], "--policy")
     return int(build_policy(load_policy_manifest(path)).lag_threshold_records)

@@ -139,7 +139,7 @@ def parse_cloudwatch_period(value: str) -> float:
         argparse.ArgumentTypeError: not one of those.
     """
     seconds = _seconds("--cloudwatch-period", value, 1.0, 3600.0)
-    from .control.keda.aws_cloudwatch import is_cloudwatch_period
+    from .config.trigger_metadata.aws_cloudwatch import is_cloudwatch_period
 
     if not is_cloudwatch_period(seconds):
         raise argparse.ArgumentTypeError(

@@ -434,7 +434,8 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
     0.25 s), ``admin`` and ``run_dir``; everything is stopped afterwards.
     """
     from .config.deployment import load_deployment
-    from .config.policy import build_policy, load_policy_manifest, with_lag_threshold
+    from .config.policy import load_policy_manifest, with_lag_threshold
+    from .control.policy.build import build_policy
     from .kafka.admin import KafkaAdmin
     from .platform import make_platform
     from .platform.autoscaler import LocalAutoscaler

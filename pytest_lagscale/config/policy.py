@@ -1,8 +1,7 @@
-"""The scaling policy's manifest: load any supported kind, override lagThreshold, build the policy.
+"""The scaling policy's manifest: load any supported kind, override lagThreshold.
 
-The file I/O happens here, outside ``control``; :func:`build_policy` hands the validated config
-to the policy registry (:data:`pytest_lagscale.control.policy.POLICIES`), imported when called
-so that importing ``config`` never imports ``control``.
+The file I/O happens here, outside ``control``; ``config`` never imports ``control``.
+``build_policy`` in ``control/policy/build.py`` turns the validated config into a policy.
 
 Kinds (:data:`MANIFEST_KINDS`): a KEDA ``ScaledObject`` (keda.sh/v1alpha1), an
 autoscaling/v2 ``HorizontalPodAutoscaler`` with one metric (cpu Utilization, or a Pods metric
@@ -21,17 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._problems import MISSING, Problems
 from pytest_lagscale.config.hpa import HpaConfig, parse_hpa
 from pytest_lagscale.config.lag_per_slot import LagPerSlotConfig, parse_lag_per_slot
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig, parse_scaled_object
+from pytest_lagscale.config.trigger_metadata import TRIGGER_TYPES
 from pytest_lagscale.contract.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pytest_lagscale.control.policy.base import ScalingPolicy
 
 #: A validated policy manifest (one of the kinds in :data:`MANIFEST_KINDS`).
 PolicyConfig = ScaledObjectConfig | HpaConfig | LagPerSlotConfig
@@ -77,12 +74,10 @@ def with_lag_threshold(config: PolicyConfig, lag_threshold: int) -> PolicyConfig
     Raises:
         ConfigError: the manifest has no lag trigger to override (e.g. a CPU HPA).
     """
-    from pytest_lagscale.control.keda.registry import TRIGGERS
-
     triggers = []
     changed = False
     for trigger in getattr(config, "triggers", ()):
-        settings = TRIGGERS[trigger.type].with_lag_threshold(trigger.settings, lag_threshold)
+        settings = TRIGGER_TYPES[trigger.type].with_lag_threshold(trigger.settings, lag_threshold)
         if settings is not None:
             trigger = replace(trigger, settings=settings,
                               metadata={**trigger.metadata, "lagThreshold": str(lag_threshold)})
@@ -94,24 +89,3 @@ def with_lag_threshold(config: PolicyConfig, lag_threshold: int) -> PolicyConfig
         raise ConfigError(f"--lag-threshold: {config.source} has no kafka trigger to override; "
                           f"drop --lag-threshold or {fix}")
     return replace(config, triggers=tuple(triggers))
-
-
-def build_policy(config: PolicyConfig, *, created_at_s: float = 0.0) -> ScalingPolicy:
-    """A fresh scaling policy for ``config`` (no history, schedule not started).
-
-    Args:
-        config: a validated manifest (:func:`load_policy_manifest`).
-        created_at_s: the policy object's creation time on the runner's clock, in seconds
-            (KEDA counts initialCooldownPeriod from it).
-
-    Raises:
-        ConfigError: ``config`` is not a manifest kind with a policy.
-    """
-    from pytest_lagscale.control.policy import POLICIES
-
-    build = POLICIES.get(config.kind) if hasattr(config, "kind") else None
-    if build is None:
-        raise ConfigError(f"'kind': got {getattr(config, 'kind', type(config).__name__)!r}, expected one of "
-                          f"{{{', '.join(repr(k) for k in POLICIES)}}} in build_policy(); "
-                          "load the manifest with load_policy_manifest")
-    return build(config, created_at_s=created_at_s)

@@ -1,10 +1,9 @@
 """ScaledObject ``spec.triggers[i]``: the keys every trigger shares, its type's metadata delegated.
 
-Each ``type:`` is looked up in the trigger registry
-(:data:`pytest_lagscale.control.keda.registry.TRIGGERS`), whose entry parses and validates that
-type's ``metadata`` (the parsing lives beside the trigger's logic). The registry is imported
-when triggers are collected, not when ``config`` is imported: ``control`` imports ``config``,
-never the reverse at import time.
+Each ``type:`` is looked up in :data:`pytest_lagscale.config.trigger_metadata.TRIGGER_TYPES`,
+whose entry validates that type's ``metadata`` into its settings object. ``control`` builds the
+trigger's logic from the result (``TRIGGERS`` in ``control/keda/registry.py``); ``config``
+never imports ``control``.
 
 Source: kedacore/keda apis/keda/v1alpha1/scaletriggers_types.go ScaleTriggers v2.20.2,
 pkg/scalers/cpu_memory_scaler.go v2.20.2; docs/semantics.md §1.1, §2.3
@@ -15,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_lagscale.config import _read
 from pytest_lagscale.config._problems import MISSING, Problems, join, nearest
-
-if TYPE_CHECKING:
-    from pytest_lagscale.control.keda.kafka_metadata import KafkaTriggerMetadata
+from pytest_lagscale.config.trigger_metadata import TRIGGER_TYPES
+from pytest_lagscale.config.trigger_metadata.kafka import KafkaTriggerMetadata
 
 TRIGGER_KEYS = ("type", "name", "metadata", "authenticationRef", "metricType", "useCachedMetrics")
 _OTHER_KEDA_TYPES = ("apache-kafka", "memory", "prometheus", "cron", "kafka-streams", "external-push")
@@ -39,7 +37,8 @@ class TriggerConfig:
         use_cached_metrics: the HPA reads the value stored by the last polling-loop run.
         metadata: the metadata strings as written.
         settings: the type's validated metadata (``KafkaTriggerMetadata``,
-            ``CpuTriggerMetadata``, ``ExternalTriggerMetadata``), built by the registry entry.
+            ``CpuTriggerMetadata``, ``ExternalTriggerMetadata``, ...), built by its
+            :data:`~pytest_lagscale.config.trigger_metadata.TRIGGER_TYPES` entry.
         resource_metric: a Resource metric (cpu) the HPA reads from the metrics API.
     """
 
@@ -88,17 +87,15 @@ def collect_triggers(spec: Mapping[str, Any], path: str, p: Problems) -> tuple[T
 
 
 def _collect_trigger(node: Any, i: int, path: str, p: Problems) -> TriggerConfig | None:
-    from pytest_lagscale.control.keda.registry import TRIGGERS
-
     data = _read.mapping(node, path, p)
     if data is None:
         return None
     before = len(p.lines)
     p.unknown_keys(data, path, TRIGGER_KEYS)
     kind = data.get("type", MISSING)
-    entry = TRIGGERS.get(kind) if isinstance(kind, str) else None
+    entry = TRIGGER_TYPES.get(kind) if isinstance(kind, str) else None
     if entry is None:
-        _bad_type(kind, join(path, "type"), tuple(TRIGGERS), p)
+        _bad_type(kind, join(path, "type"), tuple(TRIGGER_TYPES), p)
         return None
     name = _read.string(data, "name", path, p, default="")
     metric_type = _read.string(data, "metricType", path, p, default=entry.metric_types[0],
@@ -109,7 +106,7 @@ def _collect_trigger(node: Any, i: int, path: str, p: Problems) -> TriggerConfig
               f"remove useCachedMetrics (the HPA reads {kind} from the metrics API)")
     auth = _auth_ref(data, path, p)
     metadata = data.get("metadata", MISSING)
-    settings = entry.collect_metadata(metadata, join(path, "metadata"), p, has_authentication_ref=auth)
+    settings = entry.collect(metadata, join(path, "metadata"), p, auth)
     if len(p.lines) != before:
         return None
     return TriggerConfig(index=i, type=kind, name=name or "", metric_type=metric_type or entry.metric_types[0],

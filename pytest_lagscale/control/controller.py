@@ -24,6 +24,7 @@ from pytest_lagscale.config.behavior import Behavior
 from pytest_lagscale.config.harness import HarnessSettings
 from pytest_lagscale.config.hpa import HpaConfig
 from pytest_lagscale.config.scaledobject import FallbackConfig, ScaledObjectConfig
+from pytest_lagscale.config.trigger_metadata.cpu import CpuTriggerMetadata
 from pytest_lagscale.config.triggers import TriggerConfig
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler, HpaDecision, combine_proposals
 from pytest_lagscale.control.keda import (
@@ -34,7 +35,6 @@ from pytest_lagscale.control.keda import (
     Trigger,
     TriggerError,
 )
-from pytest_lagscale.control.keda.cpu import CpuTriggerMetadata
 from pytest_lagscale.control.keda.registry import TRIGGERS
 from pytest_lagscale.control.observation import Observation, Offsets
 from pytest_lagscale.control.pods_metric import HPA_METRICS

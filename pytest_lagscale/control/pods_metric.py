@@ -53,10 +53,6 @@ class PodsMetricTrigger:
         """Build from the HPA's metric wrapped as a trigger config (``settings``: the PodsMetric)."""
         return cls(config.settings)
 
-    @classmethod
-    def with_lag_threshold(cls, settings: PodsMetric, lag_threshold: int) -> None:
-        """None: not a KEDA lagThreshold (``--lag-threshold`` does not apply)."""
-
     def evaluate(self, observation: Observation, now_s: float) -> TriggerResult:
         """The current average as the HPA status shows it: the integer mean of the non-pending
         pods' milli-values, in the metric's unit (None when no pod reported).

@@ -69,7 +69,7 @@ class RunPlan:
 
     def build_policy(self, *, created_at_s: float = 0.0) -> Any:
         """A fresh :class:`~pytest_lagscale.control.policy.base.ScalingPolicy` of this plan."""
-        from ..config.policy import build_policy
+        from ..control.policy.build import build_policy
 
         return build_policy(self.policy_config, created_at_s=created_at_s)
 
@@ -139,7 +139,8 @@ def plan_run(settings: RunSettings) -> RunPlan:
             together).
     """
     from ..config.bundled import manifest_paths
-    from ..config.policy import build_policy, load_policy_manifest, with_lag_threshold
+    from ..config.policy import load_policy_manifest, with_lag_threshold
+    from ..control.policy.build import build_policy
 
     settings.check()
     files = settings.manifest_files()

@@ -540,7 +540,8 @@ class Run:
 
     def _build_policy(self, ref: str) -> Any:
         from ..config.bundled import resolve_manifest
-        from ..config.policy import build_policy, load_policy_manifest
+        from ..config.policy import load_policy_manifest
+        from ..control.policy.build import build_policy
 
         config = load_policy_manifest(resolve_manifest(ref, "switch_policy"))
         return build_policy(config, created_at_s=self.clock.inner.now())

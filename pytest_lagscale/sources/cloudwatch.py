@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
 from ..config._problems import Problems
-from ..control.keda.aws_cloudwatch import is_cloudwatch_period
+from ..config.trigger_metadata.aws_cloudwatch import is_cloudwatch_period
 from ..contract.errors import ConfigError
 from . import _options
 from .base import EMPTY_POLICIES, LagSourceError, TotalLag, UtcNow, finite_lag, utc_now

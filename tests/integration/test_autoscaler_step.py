@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from pytest_lagscale.config.deployment import load_deployment
-from pytest_lagscale.config.policy import build_policy
+from pytest_lagscale.control.policy.build import build_policy
 from pytest_lagscale.config.scaledobject import load_scaled_object
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler
 from pytest_lagscale.contract.eventlog import read_events

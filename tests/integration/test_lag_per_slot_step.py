@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from pytest_lagscale.config.deployment import load_deployment
-from pytest_lagscale.config.policy import build_policy, parse_policy_manifest
+from pytest_lagscale.config.policy import parse_policy_manifest
+from pytest_lagscale.control.policy.build import build_policy
 from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kafka.admin import KafkaAdmin
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler

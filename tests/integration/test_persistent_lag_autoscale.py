@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip("grpc", reason="grpcio missing: pip install -e '.[scaler]'")
 
 from pytest_lagscale.config.deployment import load_deployment  # noqa: E402
-from pytest_lagscale.config.policy import build_policy, load_policy_manifest  # noqa: E402
+from pytest_lagscale.config.policy import load_policy_manifest  # noqa: E402
+from pytest_lagscale.control.policy.build import build_policy  # noqa: E402
 from pytest_lagscale.contract.eventlog import read_events  # noqa: E402
 from pytest_lagscale.experiment.runner import unprocessed_records  # noqa: E402
 from pytest_lagscale.kafka.admin import KafkaAdmin  # noqa: E402

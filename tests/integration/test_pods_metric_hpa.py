@@ -19,7 +19,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pytest_lagscale.config.deployment import load_deployment
-from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+from pytest_lagscale.config.policy import load_policy_manifest
+from pytest_lagscale.control.policy.build import build_policy
 from pytest_lagscale.control.hpa import MetricError, PodMetric, proposal_for_pods_metric
 from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kafka.admin import KafkaAdmin

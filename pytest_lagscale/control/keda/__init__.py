@@ -5,10 +5,10 @@
 * :class:`ExternalTrigger` (:mod:`.external`): a gRPC external scaler's metric (``type: external``);
 * :class:`Fallback` (:mod:`.fallback`): failure counting and the stand-in metric;
 * :class:`ActivationLoop` (:mod:`.activation`): 0 <-> N, cooldownPeriod, idleReplicaCount;
-* :data:`TRIGGERS` (:mod:`.registry`): ``type:`` -> trigger class (parses its metadata, builds itself);
-* :mod:`.prometheus`, :mod:`.aws_cloudwatch`, :mod:`.metrics_api` (on :mod:`.value_trigger` and
-  :mod:`.typed_metadata`): KEDA's value-reading triggers, metadata and reading -> metric, activity,
-  proposal; not in :data:`TRIGGERS` until the runner reads their sources (docs/lag-sources.md).
+* :data:`TRIGGERS` (:mod:`.registry`): ``type:`` -> trigger class (builds itself from a validated
+  config; the metadata is read by :mod:`pytest_lagscale.config.trigger_metadata`);
+* :mod:`.prometheus`, :mod:`.aws_cloudwatch`, :mod:`.metrics_api` (on :mod:`.value_trigger`):
+  KEDA's value-reading triggers, reading -> metric, activity, proposal (docs/lag-sources.md).
 
 Example:
     >>> from pytest_lagscale.control import keda
@@ -21,6 +21,7 @@ Example:
     (17.0, True, {0: 12, 1: 5})
 """
 
+from pytest_lagscale.config.trigger_metadata.kafka import KafkaTriggerMetadata, parse_kafka_trigger_metadata
 from pytest_lagscale.control.keda.activation import ActivationDecision, ActivationLoop, ActivationSpec
 from pytest_lagscale.control.keda.base import (
     MetricTarget,
@@ -45,7 +46,6 @@ from pytest_lagscale.control.keda.kafka_lag import (
     metric_name,
     next_balancing_factor,
 )
-from pytest_lagscale.control.keda.kafka_metadata import KafkaTriggerMetadata, parse_kafka_trigger_metadata
 from pytest_lagscale.control.keda.registry import TRIGGERS
 
 __all__ = [

@@ -1,9 +1,10 @@
 """What every simulated KEDA trigger offers: a metric spec, an evaluation and the HPA's proposal.
 
-A trigger type is one module (``kafka_lag.py``, ``cpu.py``) holding its metadata parsing and its
-logic, and one line in :data:`pytest_lagscale.control.keda.registry.TRIGGERS`. The class is
-the :class:`TriggerType` (it parses ``metadata`` and builds itself from a validated
-:class:`~pytest_lagscale.config.triggers.TriggerConfig`); its instances are :class:`Trigger`\\ s.
+A trigger type's logic is one module here (``kafka_lag.py``, ``cpu.py``) and one line in
+:data:`pytest_lagscale.control.keda.registry.TRIGGERS`; its ``metadata`` is read in
+:mod:`pytest_lagscale.config.trigger_metadata`. The class is the :class:`TriggerType` (it builds
+itself from a validated :class:`~pytest_lagscale.config.triggers.TriggerConfig`); its instances
+are :class:`Trigger`\\ s.
 
 Source: kedacore/keda pkg/scalers/scaler.go Scaler (GetMetricsAndActivity,
 GetMetricSpecForScaling) v2.20.2; docs/semantics.md §1.5
@@ -13,13 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pytest_lagscale.control.hpa.replica_calculator import proposal_for_average_value, proposal_for_value
 from pytest_lagscale.contract.errors import LagscaleError
 
 if TYPE_CHECKING:
-    from pytest_lagscale.config._problems import Problems
     from pytest_lagscale.config.triggers import TriggerConfig
     from pytest_lagscale.control.observation import Observation
 
@@ -119,7 +119,7 @@ class Trigger(Protocol):
 
 
 class TriggerType(Protocol):
-    """A trigger class as the registry holds it: it parses its ``metadata`` and builds itself.
+    """A trigger class as the registry holds it: it builds itself from a validated config.
 
     Attributes:
         metric_types: the ``metricType`` values allowed; the first is the default.
@@ -129,22 +129,13 @@ class TriggerType(Protocol):
     metric_types: tuple[str, ...]
     resource_metric: bool
 
-    def collect_metadata(self, metadata: Any, path: str, p: Problems, *,
-                         has_authentication_ref: bool = False) -> Any | None:
-        """Validate the trigger's ``metadata`` into its settings object, recording problems in
-        ``p`` (None when invalid). ``path`` is the key path of ``metadata`` for messages."""
-
     def from_config(self, config: TriggerConfig) -> Trigger:
-        """Build the trigger from a validated config (``config.settings`` came from
-        :meth:`collect_metadata`).
+        """Build the trigger from a validated config (``config.settings`` came from the type's
+        :data:`~pytest_lagscale.config.trigger_metadata.TRIGGER_TYPES` entry).
 
         Raises:
             ConfigError: a field invalid for this trigger.
         """
-
-    def with_lag_threshold(self, settings: Any, lag_threshold: int) -> Any | None:
-        """``settings`` with its per-replica lag target set to ``lag_threshold`` records, or
-        None when this trigger type has no lag target."""
 
 
 def external_metric_proposal(target: MetricTarget, metric_value: float | None, observation: Observation,

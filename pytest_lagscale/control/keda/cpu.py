@@ -2,42 +2,23 @@
 
 KEDA only publishes the metric spec; the HPA computes the proposal from per-pod usage and
 requests (:func:`pytest_lagscale.control.hpa.proposal_for_utilization`). The trigger's
-``metadata`` parsing (``value``, ``containerName``) lives here too.
+``metadata`` (``value``, ``containerName``) is read by
+:mod:`pytest_lagscale.config.trigger_metadata.cpu`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from pytest_lagscale.config import _read
-from pytest_lagscale.config._problems import MISSING, join
+from pytest_lagscale.config.trigger_metadata.cpu import CpuTriggerMetadata
 from pytest_lagscale.control.hpa.replica_calculator import MetricError, PodCpu, proposal_for_utilization
 from pytest_lagscale.control.keda.base import MetricTarget, TriggerError, TriggerResult
 from pytest_lagscale.contract.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytest_lagscale.config._problems import Problems
     from pytest_lagscale.config.triggers import TriggerConfig
     from pytest_lagscale.control.observation import Observation
-
-METADATA_KEYS = ("value", "containerName")
-_DIGITS = re.compile(r"[0-9]+")
-
-
-@dataclass(frozen=True)
-class CpuTriggerMetadata:
-    """Validated ``cpu`` trigger metadata.
-
-    Attributes:
-        target_utilization_percent: target average utilization in percent of CPU requests (> 0).
-        container_name: ``containerName`` (None = whole pod).
-    """
-
-    target_utilization_percent: int
-    container_name: str | None = None
 
 
 class CpuTrigger:
@@ -75,35 +56,10 @@ class CpuTrigger:
         self.metric_target = MetricTarget("Utilization", float(target_utilization_percent))
 
     @classmethod
-    def collect_metadata(cls, metadata: Any, path: str, p: Problems, *,
-                         has_authentication_ref: bool = False) -> CpuTriggerMetadata | None:
-        """Validate ``metadata`` (``value``: a quoted integer percent > 0; optional
-        ``containerName``) into ``p``; None when invalid."""
-        data = _read.mapping(metadata, path, p, "a mapping with 'value'")
-        if data is None:
-            return None
-        p.unknown_keys(data, path, METADATA_KEYS,
-                       unsupported={"type": "remove it and set the trigger's metricType"})
-        value = data.get("value", MISSING)
-        allowed = "a string holding an integer > 0 (percent of CPU requests)"
-        if not isinstance(value, str) or not _DIGITS.fullmatch(value.strip()) or int(value) <= 0:
-            fix = f"quote it: '{value}'" if isinstance(value, int) and value > 0 else "set it to e.g. '70'"
-            p.add(join(path, "value"), value, allowed, fix)
-            return None
-        container = data.get("containerName")
-        if container is not None and (not isinstance(container, str) or not container):
-            p.add(join(path, "containerName"), container, "a container name", "write the container's name")
-        return CpuTriggerMetadata(int(value), container)
-
-    @classmethod
     def from_config(cls, config: TriggerConfig) -> CpuTrigger:
         """Build from a validated ``spec.triggers[i]`` (or a plain HPA's cpu metric)."""
         settings: CpuTriggerMetadata = config.settings
         return cls(settings.target_utilization_percent, container_name=settings.container_name)
-
-    @classmethod
-    def with_lag_threshold(cls, settings: CpuTriggerMetadata, lag_threshold: int) -> None:
-        """None: a cpu trigger has no lag target."""
 
     def evaluate(self, observation: Observation, now_s: float) -> TriggerResult:
         """The average utilization of the observed pods (never active, never an error).

@@ -2,27 +2,22 @@
 
 Pure: the caller fetches offsets and passes them in; the only state is the
 excludePersistentLag map of previous committed offsets, updated on every evaluation. The
-metadata parsing lives beside it in :mod:`.kafka_metadata`.
+metadata is read by :mod:`pytest_lagscale.config.trigger_metadata.kafka`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pytest_lagscale.control.keda.base import MetricTarget, TriggerError, TriggerResult, external_metric_proposal
-from pytest_lagscale.control.keda.kafka_metadata import (
-    KafkaTriggerMetadata,
-    collect_kafka_trigger_metadata,
-    parse_kafka_trigger_metadata,
-)
+from pytest_lagscale.config.trigger_metadata.kafka import KafkaTriggerMetadata, parse_kafka_trigger_metadata
 from pytest_lagscale.contract.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytest_lagscale.config._problems import Problems
     from pytest_lagscale.config.triggers import TriggerConfig
     from pytest_lagscale.control.observation import Observation
 
@@ -108,20 +103,9 @@ class KafkaLagTrigger:
     needs_cpu: ClassVar[bool] = False
 
     @classmethod
-    def collect_metadata(cls, metadata: Any, path: str, p: Problems, *,
-                         has_authentication_ref: bool = False) -> KafkaTriggerMetadata | None:
-        """Validate ``metadata`` with KEDA's rules into ``p`` (see :mod:`.kafka_metadata`)."""
-        return collect_kafka_trigger_metadata(metadata, path, p, has_authentication_ref)
-
-    @classmethod
     def from_config(cls, config: TriggerConfig) -> KafkaLagTrigger:
         """Build from a validated ``spec.triggers[i]`` (its settings are the parsed metadata)."""
         return cls.from_metadata(config.settings, trigger_index=config.index, metric_type=config.metric_type)
-
-    @classmethod
-    def with_lag_threshold(cls, settings: KafkaTriggerMetadata, lag_threshold: int) -> KafkaTriggerMetadata:
-        """``settings`` with ``lagThreshold`` set to ``lag_threshold`` records."""
-        return replace(settings, lag_threshold=lag_threshold)
 
     def __init__(self, metadata: Mapping[str, str], *, trigger_index: int = 0, metric_type: str = "AverageValue"):
         self._init(parse_kafka_trigger_metadata(metadata), trigger_index, metric_type)

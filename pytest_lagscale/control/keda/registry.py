@@ -1,9 +1,9 @@
 """The trigger registry: ``spec.triggers[i].type`` -> the :class:`~.base.TriggerType` handling it.
 
-A new trigger is one module beside :mod:`.kafka_lag` (metadata parsing, evaluation, proposal)
-and one line here. The config loader looks types up here (with a lazy import, so importing
-``config`` never imports ``control``); the controller builds triggers from here and has no
-type switches.
+A new trigger's logic is one module beside :mod:`.kafka_lag` (evaluation, proposal) and one
+line here; its metadata is read by a module of :mod:`pytest_lagscale.config.trigger_metadata`,
+registered in its ``TRIGGER_TYPES`` under the same key (the config loader reads it there and
+never imports ``control``). The controller builds triggers from here and has no type switches.
 
 Example:
     >>> from pytest_lagscale.control.keda.registry import TRIGGERS

@@ -14,42 +14,23 @@ AverageValue target must be positive); docs/semantics.md §2.3, §3.3
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
-from pytest_lagscale.config._problems import join
+from pytest_lagscale.config.trigger_metadata.typed import milli_quantity
 from pytest_lagscale.control.keda.base import MetricTarget, TriggerError, TriggerResult, external_metric_proposal
 
 if TYPE_CHECKING:
-    from pytest_lagscale.config._problems import Problems
     from pytest_lagscale.config.triggers import TriggerConfig
     from pytest_lagscale.control.observation import Observation
 
 _NORMALIZED = str.maketrans({c: "-" for c in "/.:%()"})
 
-
-def milli_quantity(value: float) -> float:
-    """The value as the HPA sees it: a quantity with milli precision (``%.3f``); NaN, infinite
-    and negative values become 0.
-
-    Source: kedacore/keda pkg/scalers/scaler.go quantityFromFloat64 v2.20.2
-    """
-    if math.isnan(value) or math.isinf(value) or value < 0:
-        return 0.0
-    return float(f"{value:.3f}")
+__all__ = ["ValueTrigger", "metric_name", "milli_quantity"]
 
 
 def metric_name(trigger_index: int, name: str) -> str:
     """``s<index>-<name>`` with ``/ . : % ( )`` as ``-`` (KEDA's NormalizeString)."""
     return f"s{trigger_index}-{name.translate(_NORMALIZED)}"
-
-
-def check_target(threshold: float | None, key: str, path: str, p: Problems) -> None:
-    """A threshold whose milli-quantity is 0 (zero, negative, below 0.0005) gives the HPA a target
-    the API server refuses ("must be positive"): record it. KEDA itself accepts the number."""
-    if threshold is not None and milli_quantity(threshold) <= 0:
-        p.add(join(path, key), f"{threshold:g}", "a number > 0.0005 (the HPA's metric target must be positive; "
-              "KEDA sends it as a milli-quantity)", f"set {key} to the per-replica value to scale at, e.g. '10'")
 
 
 class ValueTrigger:

@@ -2,7 +2,9 @@
 
 Pure: strings in, a frozen :class:`PersistentLagSettings` or every problem at once out. KEDA
 sends the trigger's whole ``metadata`` map (its own ``scalerAddress``, ``enableTLS`` and
-``unsafeSsl`` included), so those keys are accepted and ignored here.
+``unsafeSsl`` included), so those keys are accepted and ignored here. Keys are read through the
+trigger-metadata reader :mod:`pytest_lagscale.config.trigger_metadata.typed` (trimmed, empty =
+absent, unknown keys named, integers as JSON integers); seconds are this scaler's own decimals.
 
 Keys (camelCase, as KEDA metadata; values are strings):
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_lagscale.config._problems import MISSING, Problems
+from pytest_lagscale.config.trigger_metadata import typed as tm
 
 #: Keys KEDA itself puts into every external trigger's metadata; accepted and unused.
 KEDA_KEYS = ("scalerAddress", "enableTLS", "unsafeSsl")
@@ -45,7 +48,6 @@ UNSUPPORTED_KEYS = {
     "scaleDownStabilization": "remove it and set spec.advanced.horizontalPodAutoscalerConfig.behavior."
                               "scaleDown.stabilizationWindowSeconds (the HPA already delays scale-down)",
 }
-_INT = re.compile(r"(0|[1-9][0-9]*)")
 _DECIMAL = re.compile(r"([0-9]+(\.[0-9]*)?|\.[0-9]+)")
 _NORMALIZED = str.maketrans({c: "-" for c in "/.:%()_"})
 MAX_SECONDS = 86_400.0
@@ -105,8 +107,7 @@ def parse_metadata(metadata: Mapping[str, Any], *, source: str = "scalerMetadata
             ``'<key>': got <value>, expected <allowed> in <source>; <fix>``.
     """
     p = Problems(source)
-    p.unknown_keys(metadata, "", KNOWN_KEYS, UNSUPPORTED_KEYS)
-    raw = {k: v.strip() for k, v in metadata.items() if isinstance(v, str)}
+    raw = tm.strings(metadata, "", p, KNOWN_KEYS, unsupported=UNSUPPORTED_KEYS) or {}
     fields: dict[str, Any] = {}
     for key, name, example in (("bootstrapServers", "bootstrap_servers", "kafka:9092"),
                                ("consumerGroup", "consumer_group", "enrich"), ("topic", "topic", "events")):
@@ -139,20 +140,21 @@ def parse_metadata(metadata: Mapping[str, Any], *, source: str = "scalerMetadata
 def _integer(raw: Mapping[str, str], key: str, p: Problems, *, lo: int, hi: int | None,
              default: int | None, allowed: str) -> Any:
     text = raw.get(key)
-    if text is None or text == "":
+    if text is None:
         if default is None:
             p.add(key, MISSING, allowed, f"add {key}: '{max(lo, 1) * 500}'")
         return default
-    if not _INT.fullmatch(text) or int(text) < lo or (hi is not None and int(text) > hi):
+    value = tm.json_int(text)
+    if value is None or value < lo or (hi is not None and value > hi):
         p.add(key, text, allowed, f"set it to e.g. '{max(lo, 1) * 500 if hi is None else max(lo, 30)}'")
         return default
-    return int(text)
+    return value
 
 
 def _seconds(raw: Mapping[str, str], key: str, p: Problems, *, lo: float, default: float,
              hi: float = MAX_SECONDS) -> float:
     text = raw.get(key)
-    if text is None or text == "":
+    if text is None:
         return default
     value = float(text) if _DECIMAL.fullmatch(text) else math.nan
     if not lo <= value <= hi:

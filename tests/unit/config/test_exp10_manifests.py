@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from pytest_lagscale.config.bundled import manifest_path
-from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+from pytest_lagscale.config.policy import load_policy_manifest
+from pytest_lagscale.control.policy.build import build_policy
 from pytest_lagscale.experiment.lag_signal import LagSourcePlan, plan_lag_source
 from pytest_lagscale.experiment.settings import RunSettings
 

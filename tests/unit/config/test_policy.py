@@ -9,14 +9,10 @@ import pytest
 
 from pytest_lagscale.config.hpa import CpuHpaConfig
 from pytest_lagscale.config.lag_per_slot import LagPerSlotConfig
-from pytest_lagscale.config.policy import (
-    build_policy,
-    load_policy_manifest,
-    parse_policy_manifest,
-    with_lag_threshold,
-)
+from pytest_lagscale.config.policy import load_policy_manifest, parse_policy_manifest, with_lag_threshold
 from pytest_lagscale.config.scaledobject import ScaledObjectConfig
 from pytest_lagscale.contract.errors import ConfigError
+from pytest_lagscale.control.policy.build import build_policy
 
 from ._helpers import DELETE, K8S, committed, edited
 
@@ -98,10 +94,35 @@ def test_build_policy_refuses_a_non_policy() -> None:
 
 
 def test_config_does_not_import_control() -> None:
-    """Dependencies point one way: control imports config, config imports control only when called."""
-    code = ("import sys, pytest_lagscale.config.policy, pytest_lagscale.config.scaledobject, "
-            "pytest_lagscale.config.hpa, pytest_lagscale.config.triggers, pytest_lagscale.config.kafka_trigger, "
-            "pytest_lagscale.config.lag_per_slot; "
+    """Dependencies point one way: control imports config, never the reverse (not even when a
+    manifest is loaded and its lagThreshold overridden)."""
+    code = ("import sys, importlib, pkgutil, pytest_lagscale.config as c\n"
+            "for m in pkgutil.walk_packages(c.__path__, 'pytest_lagscale.config.'):\n"
+            "    importlib.import_module(m.name)\n"
+            "from pytest_lagscale.config.bundled import resolve_manifest\n"
+            "from pytest_lagscale.config.policy import load_policy_manifest, with_lag_threshold\n"
+            "for name in ('scaledobject-ci', 'scaledobject-prometheus-ci', 'scaledobject-cloudwatch-ci', "
+            "'hpa-cpu-ci', 'lag-per-slot-ci'):\n"
+            "    config = load_policy_manifest(resolve_manifest(name, '--policy'))\n"
+            "    if name.startswith('scaledobject'):\n"
+            "        with_lag_threshold(config, 100)\n"
             "print(sorted(m for m in sys.modules if m.startswith('pytest_lagscale.control')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
     assert out.stdout.strip() == "[]"
+
+
+def test_config_has_no_import_of_control_at_all() -> None:
+    """No import statement of a config module (function-level ones included) names control."""
+    import ast
+    from pathlib import Path
+
+    import pytest_lagscale.config as config
+
+    found = []
+    for path in sorted(Path(config.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [("." * node.level) + (node.module or "")] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names
+                      if n.startswith(("pytest_lagscale.control", "..control")) or n == "..control"]
+    assert found == []

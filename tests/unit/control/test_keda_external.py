@@ -11,7 +11,7 @@ import yaml
 from pytest_lagscale.config.policy import load_policy_manifest, with_lag_threshold
 from pytest_lagscale.config.scaledobject import parse_scaled_object
 from pytest_lagscale.control.keda import LOCAL_SCALER, ExternalScalerCall, ExternalTrigger, TriggerError
-from pytest_lagscale.control.keda.external import ExternalTriggerMetadata
+from pytest_lagscale.config.trigger_metadata.external import ExternalTriggerMetadata
 from pytest_lagscale.control.observation import ExternalMetric, Observation
 from pytest_lagscale.control.policy import KedaHpaPolicy
 from pytest_lagscale.contract.errors import ConfigError

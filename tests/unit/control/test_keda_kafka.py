@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import pytest
 
-from pytest_lagscale.control.keda.kafka_metadata import parse_partition_limitation
+from pytest_lagscale.config.trigger_metadata.kafka import parse_partition_limitation
 from pytest_lagscale.control import keda
 from pytest_lagscale.control.keda import KafkaLagTrigger, MetricTarget, TriggerError
 from pytest_lagscale.contract.errors import ConfigError

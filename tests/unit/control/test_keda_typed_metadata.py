@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_lagscale.config._problems import Problems
-from pytest_lagscale.control.keda import typed_metadata as tm
+from pytest_lagscale.config.trigger_metadata import typed as tm
 
 
 def read(reader, text: str, **kwargs):  # noqa: ANN001, ANN201 - a test helper over every reader

@@ -10,12 +10,15 @@ from typing import Any
 import pytest
 
 from pytest_lagscale.config._problems import Problems
-from pytest_lagscale.control.keda.aws_cloudwatch import (CloudWatchTrigger, get_metric_data_request,
-                                                         parse_cloudwatch_metadata, query_window, value_from_metric_data)
+from pytest_lagscale.config.trigger_metadata import TRIGGER_TYPES
+from pytest_lagscale.config.trigger_metadata.aws_cloudwatch import parse_cloudwatch_metadata
+from pytest_lagscale.config.trigger_metadata.metrics_api import parse_metrics_api_metadata
+from pytest_lagscale.config.trigger_metadata.prometheus import parse_prometheus_metadata
+from pytest_lagscale.control.keda.aws_cloudwatch import (CloudWatchTrigger, get_metric_data_request, query_window,
+                                                         value_from_metric_data)
 from pytest_lagscale.control.keda.base import TriggerError
-from pytest_lagscale.control.keda.metrics_api import (MetricsApiTrigger, gjson_get, parse_metrics_api_metadata,
-                                                      parse_quantity, value_from_json)
-from pytest_lagscale.control.keda.prometheus import PrometheusTrigger, parse_prometheus_metadata, value_from_query_result
+from pytest_lagscale.control.keda.metrics_api import MetricsApiTrigger, gjson_get, parse_quantity, value_from_json
+from pytest_lagscale.control.keda.prometheus import PrometheusTrigger, value_from_query_result
 from pytest_lagscale.control.keda.value_trigger import milli_quantity
 from pytest_lagscale.control.observation import Observation
 from pytest_lagscale.contract.errors import ConfigError
@@ -307,6 +310,6 @@ def test_metrics_api_trigger_name_and_gjson_limits() -> None:
 
 def test_collect_into_a_shared_problem_list() -> None:
     p = Problems("so.yaml")
-    assert PrometheusTrigger.collect_metadata({"threshold": "1"}, PATH, p) is None
+    assert TRIGGER_TYPES["prometheus"].collect({"threshold": "1"}, PATH, p, False) is None
     assert len(p.lines) == 2
-    assert PrometheusTrigger.with_lag_threshold(parse_prometheus_metadata(PROM), 250).threshold == 250.0
+    assert TRIGGER_TYPES["prometheus"].with_lag_threshold(parse_prometheus_metadata(PROM), 250).threshold == 250.0

@@ -11,6 +11,7 @@ import yaml
 
 from pytest_lagscale.config.hpa import load_cpu_hpa
 from pytest_lagscale.config.scaledobject import load_scaled_object, parse_scaled_object
+from pytest_lagscale.config.trigger_metadata import TRIGGER_TYPES
 from pytest_lagscale.control import controller as controller_module
 from pytest_lagscale.control.hpa import PodCpu
 from pytest_lagscale.control.keda import TRIGGERS, Trigger
@@ -155,6 +156,9 @@ def test_steps_carry_the_event_record_fields() -> None:
 
 def test_registries_have_one_entry_per_kind() -> None:
     assert list(TRIGGERS) == ["kafka", "cpu", "external", "prometheus", "aws-cloudwatch", "metrics-api"]
+    assert list(TRIGGER_TYPES) == list(TRIGGERS)  # every type read in config has its logic in control
+    assert all(TRIGGER_TYPES[k].metric_types == TRIGGERS[k].metric_types
+               and TRIGGER_TYPES[k].resource_metric == TRIGGERS[k].resource_metric for k in TRIGGERS)
     assert list(POLICIES) == ["ScaledObject", "HorizontalPodAutoscaler", "LagPerSlotPolicy"]
 
 

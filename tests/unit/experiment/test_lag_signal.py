@@ -8,7 +8,8 @@ import argparse
 import pytest
 
 from pytest_lagscale.config.bundled import resolve_manifest
-from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+from pytest_lagscale.config.policy import load_policy_manifest
+from pytest_lagscale.control.policy.build import build_policy
 from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.experiment.lag_signal import LagSourcePlan, plan_lag_source, signal_summary
 from pytest_lagscale.experiment.settings import RunSettings

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from pytest_lagscale.contract.clock import FakeClock
-from pytest_lagscale.config.policy import build_policy
+from pytest_lagscale.control.policy.build import build_policy
 from pytest_lagscale.config.scaledobject import load_scaled_object
 from pytest_lagscale.control.hpa import HorizontalPodAutoscaler
 from pytest_lagscale.contract.eventlog import read_events

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_lagscale.contract.clock import FakeClock
-from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+from pytest_lagscale.config.policy import load_policy_manifest
+from pytest_lagscale.control.policy.build import build_policy
 from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.platform.autoscaler import LocalAutoscaler, ScaledDeployment
 from pytest_lagscale.sources import LagSource

@@ -1,22 +1,22 @@
 """The ``kafka`` trigger's ``metadata`` (strings, as in the ScaledObject) parsed with KEDA's rules.
 
-Pure: no I/O. It lives beside :class:`pytest_lagscale.control.keda.KafkaLagTrigger`, which
-builds on it and offers it to the config loader through the trigger registry
-(:data:`pytest_lagscale.control.keda.TRIGGERS`).
+Pure: no I/O. The fields are read through :mod:`.typed` (KEDA's typed-config rules; bool fields
+take only ``true``/``false``); :func:`collect_kafka_trigger_metadata` adds KEDA's checks between
+fields. ``KafkaLagTrigger`` (``control/keda/kafka_lag.py``) evaluates the result.
 
 Source: kedacore/keda pkg/scalers/kafka_scaler.go kafkaMetadata/Validate/parsePartitionLimitation
-v2.20.2 and pkg/scalers/scalersconfig/typed_config.go setValue v2.20.2;
-docs/semantics.md §1.1
+v2.20.2 and pkg/scalers/scalersconfig/typed_config.go setValue v2.20.2; docs/semantics.md §1.1
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_lagscale.config._problems import MISSING, Problems, join, nearest
+from pytest_lagscale.config._problems import Problems, join
+from pytest_lagscale.config.trigger_metadata import typed as tm
 
 OFFSET_RESET_POLICIES = ("latest", "earliest")
 TLS_MODES = ("enable", "disable")
@@ -36,7 +36,6 @@ UNSUPPORTED_KEYS = {
     f"{name}FromEnv": f"write '{name}' inline: lagscale does not resolve container env"
     for name in ("bootstrapServers", "consumerGroup", "topic")
 }
-_JSON_INT = re.compile(r"-?(0|[1-9][0-9]*)")
 _PART_INT = re.compile(r"[+-]?[0-9]+")
 _INT32 = 2**31
 _VERSION = re.compile(r"0\.\d+\.\d+\.\d+|[1-9]\d*\.\d+\.\d+")
@@ -94,28 +93,27 @@ def parse_kafka_trigger_metadata(metadata: Any, *, path: str = "", source: str =
     Raises:
         ConfigError: every invalid field, one line each (ConfigError is a ValueError).
     """
-    problems = Problems(source)
-    meta = collect_kafka_trigger_metadata(metadata, path, problems, has_authentication_ref)
-    problems.raise_if_any()
-    assert meta is not None
-    return meta
+    return tm.parse(collect_kafka_trigger_metadata, metadata, path=path, source=source,
+                    has_authentication_ref=has_authentication_ref)
 
 
 def collect_kafka_trigger_metadata(metadata: Any, path: str, p: Problems,
                                    has_authentication_ref: bool = False) -> KafkaTriggerMetadata | None:
     """Like :func:`parse_kafka_trigger_metadata` but records problems in ``p``; None when invalid."""
-    if not isinstance(metadata, Mapping):
-        p.add(path or "metadata", metadata, "a mapping of string keys to string values",
-              "write the trigger metadata as key: 'value' lines")
-        return None
     before = len(p.lines)
-    p.unknown_keys(metadata, path, KNOWN_KEYS, UNSUPPORTED_KEYS)
-    raw = _strings(metadata, path, p)
+    raw = tm.strings(metadata, path, p, KNOWN_KEYS, unsupported=UNSUPPORTED_KEYS)
+    if raw is None:
+        return None
     fields = _scalar_fields(raw, path, p)
     _cross_checks(fields, raw, path, p, has_authentication_ref)
     if len(p.lines) != before:
         return None
     return KafkaTriggerMetadata(**fields)
+
+
+def with_lag_threshold(settings: KafkaTriggerMetadata, lag_threshold: int) -> KafkaTriggerMetadata:
+    """``settings`` with ``lagThreshold`` set to ``lag_threshold`` records."""
+    return replace(settings, lag_threshold=lag_threshold)
 
 
 def parse_partition_limitation(text: str) -> tuple[int, ...]:
@@ -137,52 +135,34 @@ def parse_partition_limitation(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _strings(metadata: Mapping[str, Any], path: str, p: Problems) -> dict[str, str]:
-    """Keep string values, trimmed; empty strings count as absent (KEDA's configParamValue)."""
-    out = {}
-    for key, value in metadata.items():
-        if key not in KNOWN_KEYS:
-            continue
-        if not isinstance(value, str):
-            p.add(join(path, str(key)), value, "a string (KEDA trigger metadata values are strings)",
-                  f"quote it: '{_yaml_text(value)}'")
-        elif value.strip():
-            out[str(key)] = value.strip()
-    return out
-
-
 def _scalar_fields(raw: Mapping[str, str], path: str, p: Problems) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    servers = raw.get("bootstrapServers")
-    if servers is None:
-        _missing(path, "bootstrapServers", "a comma-separated list of host:port", p,
-                 "add bootstrapServers: 'host:9092'")
-    fields["bootstrap_servers"] = tuple(s.strip() for s in (servers or "").split(","))
-    fields["consumer_group"] = raw.get("consumerGroup", "")
-    if "consumerGroup" not in raw:
-        _missing(path, "consumerGroup", "a consumer group name", p, "add consumerGroup: 'enrich'")
-    fields["topic"] = raw.get("topic", "")
-    fields["lag_threshold"] = _int(raw, "lagThreshold", path, p, default=10, lo=1,
-                                   allowed="an integer > 0 (offsets of lag per replica)")
-    fields["activation_lag_threshold"] = _int(raw, "activationLagThreshold", path, p, default=0,
-                                              lo=0, allowed="an integer >= 0 (offsets)")
-    fields["offset_reset_policy"] = _enum(raw, "offsetResetPolicy", path, p, OFFSET_RESET_POLICIES)
+    servers = tm.required(raw, "bootstrapServers", path, p, "a comma-separated list of host:port", "host:9092")
+    fields: dict[str, Any] = {
+        "bootstrap_servers": tuple(s.strip() for s in servers.split(",")),
+        "consumer_group": tm.required(raw, "consumerGroup", path, p, "a consumer group name", "enrich"),
+        "topic": raw.get("topic", ""),
+        "lag_threshold": tm.int64(raw, "lagThreshold", path, p, default=10, lo=1, example=1000,
+                                  allowed="an integer > 0 (offsets of lag per replica)"),
+        "activation_lag_threshold": tm.int64(raw, "activationLagThreshold", path, p, default=0, lo=0,
+                                             example=1000, allowed="an integer >= 0 (offsets)"),
+        "offset_reset_policy": tm.enum(raw, "offsetResetPolicy", path, p, OFFSET_RESET_POLICIES, "latest"),
+    }
     for key, name in _BOOL_KEYS.items():
-        fields[name] = _bool(raw, key, path, p)
-    _bool(raw, "unsafeSsl", path, p)
+        fields[name] = tm.boolean(raw, key, path, p, json_only=True)
+    tm.boolean(raw, "unsafeSsl", path, p, json_only=True)
     fields["version"] = raw.get("version", "1.0.0")
     if "version" in raw and not _VERSION.fullmatch(raw["version"]):
-        p.add(join(path, "version"), raw["version"], "a Kafka version 'X.Y.Z' (or '0.X.Y.Z')", 
+        p.add(join(path, "version"), raw["version"], "a Kafka version 'X.Y.Z' (or '0.X.Y.Z')",
               "use a version such as '3.7.0'")
-    fields["tls"] = _enum(raw, "tls", path, p, TLS_MODES, default="disable")
-    fields["sasl"] = _enum(raw, "sasl", path, p, SASL_MODES, default="none")
+    fields["tls"] = tm.enum(raw, "tls", path, p, TLS_MODES, "disable")
+    fields["sasl"] = tm.enum(raw, "sasl", path, p, SASL_MODES, "none")
     fields["partition_limitation"] = _limitation(raw, path, p)
     return fields
 
 
 def _cross_checks(fields: Mapping[str, Any], raw: Mapping[str, str], path: str, p: Problems,
                   has_auth: bool) -> None:
-    """KEDA's Validate() rules between fields (§1.1)."""
+    """KEDA's Validate() rules between fields (docs/semantics.md §1.1)."""
     limit_key, even_key = join(path, "limitToPartitionsWithLag"), join(path, "ensureEvenDistributionOfPartitions")
     if fields["allow_idle_consumers"] and fields["limit_to_partitions_with_lag"]:
         p.add(limit_key, raw["limitToPartitionsWithLag"], "'false' while allowIdleConsumers is 'true'",
@@ -201,48 +181,6 @@ def _cross_checks(fields: Mapping[str, Any], raw: Mapping[str, str], path: str, 
               "add authenticationRef naming a TriggerAuthentication with the credentials")
 
 
-def _int(raw: Mapping[str, str], key: str, path: str, p: Problems, *, default: int, lo: int,
-         allowed: str) -> int:
-    """KEDA parses int64 fields with encoding/json: digits only, optional '-', no leading zeros."""
-    text = raw.get(key)
-    if text is None:
-        return default
-    if not _JSON_INT.fullmatch(text):
-        p.add(join(path, key), text, allowed, f"write digits only, e.g. '{max(lo, 1) * 1000}'")
-        return default
-    value = int(text)
-    if value < lo:
-        p.add(join(path, key), text, allowed,
-              f"set it to {'a positive integer' if lo > 0 else 'zero or more'}, e.g. '{max(lo, 1) * 1000}'")
-        return default
-    return value
-
-
-def _bool(raw: Mapping[str, str], key: str, path: str, p: Problems) -> bool:
-    """Quirk: only 'true'/'false' parse (encoding/json), 'True' is an error; test id 1.1-quirk-bool-json-only."""
-    text = raw.get(key)
-    if text is None:
-        return False
-    if text not in ("true", "false"):
-        p.add(join(path, key), text, "'true' or 'false'", "write 'true' or 'false' in lower case")
-        return False
-    return text == "true"
-
-
-def _enum(raw: Mapping[str, str], key: str, path: str, p: Problems, choices: tuple[str, ...],
-          default: str | None = None) -> str:
-    text = raw.get(key)
-    fallback = default if default is not None else choices[0]
-    if text is None:
-        return fallback
-    if text not in choices:
-        allowed = "one of {" + ", ".join(repr(c) for c in choices) + "}"
-        guess = nearest(text, choices)
-        p.add(join(path, key), text, allowed, f"use {guess!r}" if guess else f"use one of {', '.join(map(repr, choices))}")
-        return fallback
-    return text
-
-
 def _limitation(raw: Mapping[str, str], path: str, p: Problems) -> tuple[int, ...] | None:
     text = raw.get("partitionLimitation")
     if text is None:
@@ -255,13 +193,3 @@ def _limitation(raw: Mapping[str, str], path: str, p: Problems) -> tuple[int, ..
               f"fix the {str(exc).removeprefix('invalid ')}")
         return None
     return parts if raw.get("topic") else None
-
-
-def _missing(path: str, key: str, allowed: str, p: Problems, fix: str) -> None:
-    p.add(join(path, key), MISSING, allowed, fix)
-
-
-def _yaml_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

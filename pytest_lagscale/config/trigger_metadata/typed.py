@@ -1,7 +1,8 @@
 """KEDA's typed trigger-metadata rules, as readers that record problems (pure).
 
-KEDA's scalers declare their metadata as tagged struct fields and ``TypedConfig`` fills them.
-The rules these readers copy:
+The one reader of trigger metadata: every trigger's metadata module in this package (and the
+persistent-lag scaler's) reads its keys through these functions, as every KEDA scaler fills its
+metadata struct through ``TypedConfig``. The rules they copy:
 
 * a value is looked up by name, whitespace-trimmed; an empty value counts as absent;
 * absent: the ``default`` when the field has one, nothing when it is ``optional``, else the
@@ -9,7 +10,8 @@ The rules these readers copy:
 * ``float64`` and ``int64`` fields are parsed with encoding/json, so only JSON numbers pass
   (``1e3`` and ``-0.5`` do, ``+1``, ``.5``, ``1.``, ``01`` and ``NaN`` do not); an int64 takes
   no fraction or exponent;
-* ``bool`` fields use strconv.ParseBool: ``1 t T TRUE true True 0 f F FALSE false False``;
+* ``bool`` fields: strconv.ParseBool's spellings (``1 t T TRUE true True 0 f F FALSE false
+  False``), or with ``json_only`` encoding/json's ``true`` and ``false`` (the kafka trigger);
 * ``time.Duration`` fields take a Go duration (``30s``, ``1m30s``) or whole milliseconds, never
   negative;
 * ``[]string`` fields split on their separator (``,`` by default) and trim each element;
@@ -17,11 +19,13 @@ The rules these readers copy:
 
 Source: kedacore/keda pkg/scalers/scalersconfig/typed_config.go (setValue, setConfigValueHelper,
 configParamValue, splitWithSeparator) v2.20.2;
-pkg/scalers/authentication/authentication_types.go (Config, Validate) v2.20.2
+pkg/scalers/authentication/authentication_types.go (Config, Validate) v2.20.2;
+pkg/scalers/scaler.go quantityFromFloat64 v2.20.2
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection, Mapping
 from typing import Any, Callable, TypeVar
@@ -92,21 +96,50 @@ def float64(raw: Mapping[str, str], key: str, path: str, p: Problems, *, default
     return float(text)
 
 
-def int64(raw: Mapping[str, str], key: str, path: str, p: Problems, *, default: int, unit: str = "") -> int:
-    """An int64 field: a JSON integer (no fraction, no exponent)."""
-    text = raw.get(key)
-    if text is None:
-        return default
+def json_int(text: str) -> int | None:
+    """``text`` as an int64 the way encoding/json reads it (digits, an optional ``-``, no leading
+    zero, no fraction or exponent), None when it is not one."""
     if not _JSON_INT.fullmatch(text) or not -2**63 <= int(text) < 2**63:
-        p.add(join(path, key), text, f"an integer{f' ({unit})' if unit else ''}", f"write digits only, e.g. '{default}'")
-        return default
+        return None
     return int(text)
 
 
-def boolean(raw: Mapping[str, str], key: str, path: str, p: Problems, *, default: bool = False) -> bool:
-    """A bool field, strconv.ParseBool's spellings."""
+def int64(raw: Mapping[str, str], key: str, path: str, p: Problems, *, default: int, unit: str = "",
+          lo: int | None = None, allowed: str | None = None, example: int | None = None) -> int:
+    """An int64 field: a JSON integer (no fraction, no exponent).
+
+    Args:
+        default: the value when absent or invalid.
+        unit: shown in the allowed range (``an integer (seconds)``) unless ``allowed`` is given.
+        lo: the least value allowed (a range check of the trigger's, not of KEDA's parser).
+        allowed: the allowed range as messages show it.
+        example: the value a fix suggests (``default`` unless given).
+    """
     text = raw.get(key)
     if text is None:
+        return default
+    shown = allowed or f"an integer{f' ({unit})' if unit else ''}"
+    hint = default if example is None else example
+    value = json_int(text)
+    if value is None:
+        p.add(join(path, key), text, shown, f"write digits only, e.g. '{hint}'")
+        return default
+    if lo is not None and value < lo:
+        p.add(join(path, key), text, shown, f"set it to {'a positive integer' if lo > 0 else 'zero or more'}, "
+              f"e.g. '{hint}'")
+        return default
+    return value
+
+
+def boolean(raw: Mapping[str, str], key: str, path: str, p: Problems, *, default: bool = False,
+            json_only: bool = False) -> bool:
+    """A bool field: strconv.ParseBool's spellings, or with ``json_only`` only ``true`` and
+    ``false`` (encoding/json; ``True`` is an error)."""
+    text = raw.get(key)
+    if text is None:
+        return default
+    if json_only and text not in ("true", "false"):
+        p.add(join(path, key), text, "'true' or 'false'", "write 'true' or 'false' in lower case")
         return default
     if text not in _BOOLS:
         p.add(join(path, key), text, "a boolean ('true', 'false', '1', '0', 't', 'f' ...)", "write 'true' or 'false'")
@@ -181,6 +214,26 @@ def auth_modes(raw: Mapping[str, str], path: str, p: Problems, has_authenticatio
         p.add(join(path, key), raw[key], f"an authenticationRef whose TriggerAuthentication holds {_MODE_NEEDS[mode]} "
               f"(needed by auth mode {mode!r})", "add authenticationRef naming that TriggerAuthentication")
     return modes
+
+
+def milli_quantity(value: float) -> float:
+    """The value as the HPA sees it: a quantity with milli precision (``%.3f``); NaN, infinite
+    and negative values become 0 (KEDA's quantityFromFloat64)."""
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        return 0.0
+    return float(f"{value:.3f}")
+
+
+def check_target(threshold: float | None, key: str, path: str, p: Problems) -> None:
+    """A threshold whose milli-quantity is 0 (zero, negative, below 0.0005) gives the HPA a target
+    the API server refuses ("must be positive"): record it. KEDA itself accepts the number.
+
+    Source: kubernetes/kubernetes pkg/apis/autoscaling/validation/validation.go
+    validateMetricTarget v1.28.0
+    """
+    if threshold is not None and milli_quantity(threshold) <= 0:
+        p.add(join(path, key), f"{threshold:g}", "a number > 0.0005 (the HPA's metric target must be positive; "
+              "KEDA sends it as a milli-quantity)", f"set {key} to the per-replica value to scale at, e.g. '10'")
 
 
 T = TypeVar("T")
