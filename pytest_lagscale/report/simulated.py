@@ -133,7 +133,8 @@ def _full_settings(doc: Mapping[str, Any]) -> Any:
         ConfigError: no full-scale counterpart of its profile or policy.
     """
     from ..config.bundled import manifest_names, profile_names
-    from ..config.policy import build_policy, load_policy_manifest
+    from ..config.policy import load_policy_manifest
+    from ..control.policy.build import build_policy
     from ..twin.facts import run_settings
     from ..twin.fidelity import plan_for
 

@@ -155,7 +155,7 @@ def plan_with_policy(base: Any, config: Any) -> Any:
     """``base`` (a RunPlan) running ``config`` (a validated ScaledObject) instead of its policy:
     lagThreshold, replica range and policy kind derived as ``plan_run`` derives them; the
     reference lagThreshold (drain, settle) stays ``base``'s."""
-    from ..config.policy import build_policy
+    from ..control.policy.build import build_policy
 
     policy = build_policy(config)
     return replace(base, policy_config=config, lag_threshold=policy.lag_threshold_records,

@@ -38,7 +38,8 @@ def test_full_counterparts_are_the_bundled_names_without_ci() -> None:
 
 
 def test_a_lag_threshold_override_keeps_its_ratio_to_the_committed_one() -> None:
-    from pytest_lagscale.config.policy import build_policy, load_policy_manifest
+    from pytest_lagscale.config.policy import load_policy_manifest
+    from pytest_lagscale.control.policy.build import build_policy
 
     doc = copy.deepcopy(_doc("spike-ci"))
     ci = build_policy(load_policy_manifest(resolve_manifest(
