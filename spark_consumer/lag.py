@@ -6,26 +6,19 @@ Prometheus-adapter Pods metric: for each partition this replica owns, the partit
 watermark minus this consumer's position.
 
 * **High watermark**: ``Consumer.get_watermark_offsets(tp, cached=True)``, the high watermark
-  librdkafka remembers from its last fetch response for the partition (no broker request). A
-  fetcher that keeps up gets a response every ``fetch.wait.max.ms`` (100 ms); a fetcher whose
-  local queue is full (``queued.max.messages.kbytes``) fetches nothing until the application
-  consumes, so under a backlog the value can be older by up to one micro-batch. The Java
-  client's ``records-lag`` has the same source (the last fetch response).
+  librdkafka remembers from its last fetch response (no broker request; under a backlog up to
+  one micro-batch old); the Java client's ``records-lag`` has the same source.
 * **Position**: ``Consumer.position()``, the offset of the next record ``consume()`` will return
   (last returned + 1). Records already returned (buffered for the next micro-batch or in the
   batch being written) are *not* lag in this view, though they are not committed yet.
 
 Read in the poll thread, between batches, at most once per ``interval_s`` (1 s, the scrape
-interval), never inside a batch: one ``position()`` call for all owned partitions plus one
-cached watermark lookup each (about 1 us per partition measured; no broker request). Scrapes
-only read the stored values, so no thread but the poll thread ever calls the consumer (a first
-version read it from the HTTP thread at scrape time, and that scrape hung inside the client after
-a cooperative rebalance, docs/replica.md). A value is therefore up to one batch plus 1 s old
-(the Java client's records-lag is likewise updated only by its poll). A partition whose position or high
-watermark is not known yet (assigned, nothing consumed from it so far) has no series; a replica
-that owns no partition exports none (the HPA counts such a pod as missing). Series of
-partitions the replica no longer owns disappear with the revoke or loss, because a scrape
-exports only the partitions of the current assignment.
+interval): one ``position()`` call plus one cached watermark lookup per owned partition. Scrapes
+only read the stored values, so no thread but the poll thread ever calls the consumer
+(docs/replica.md, "Its own lag"); a value is up to one batch plus 1 s old. A partition whose
+position or high watermark is not known yet has no series; a replica that owns no partition
+exports none (the HPA counts such a pod as missing); a scrape exports only the partitions of the
+current assignment.
 
 Series:
 

@@ -13,25 +13,20 @@ store's records (``entity_id``, ``partition``, ``seq``, ``ts_ns``, ``written_at_
   the scale-up's members, which may join the same rebalance or the next, move old partitions
   after it). Duration, partitions revoked and assigned per replica in it, each new partition's
   first owner, and which old partitions moved.
-* :func:`new_partition_firsts` — per new partition: its first produced record (the smallest
-  event time ``ts_ns`` the producer stamped), first processed record (smallest
-  ``written_at_ns``) and first commit (the first replica ``batch`` event listing the
-  partition: a replica writes that event right after committing the batch's offsets; it needs
-  ``--log-batches``).
+* :func:`new_partition_firsts` — per new partition: its first produced, processed and
+  committed record (the commit from the replicas' ``batch`` events: needs ``--log-batches``).
 * :func:`trigger_view` — what KEDA's kafka trigger saw in the controller's ``keda_poll``
   events: partitions counted per poll (the cap follows them), the new partitions' lag at the
   first poll that saw them and at most, and the lag over lagThreshold after the change.
-* :func:`replicas_after` — desired / current / ready replicas after the change against old P;
-  :func:`max_owners_after` — the most replicas that owned a partition at once after it.
+* :func:`replicas_after`, :func:`max_owners_after` — replicas after the change against old P.
 * :func:`key_remap` — the keyed producer (murmur2(key) % P) sends some entities to new
   partitions: entities seen before and after the change, how many landed on more than one
   partition, the fraction, and how many had a newer record processed before an older one on
   another partition (per-key order lost).
 
-Source: Kafka's CreatePartitions ("partitions can only be increased; keyed records may map to a
-different partition"), librdkafka ``topic.metadata.refresh.interval.ms`` (5 s in this
-project), kedacore/keda pkg/scalers/kafka_scaler.go getLagForPartition / getTotalLag v2.20.2
-(:mod:`pytest_lagscale.control.keda.kafka_lag`).
+Source: Kafka's CreatePartitions (keyed records may map to a different partition), librdkafka
+``topic.metadata.refresh.interval.ms`` (5 s here), kedacore/keda pkg/scalers/kafka_scaler.go
+getTotalLag v2.20.2.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Per replica: the partitions it owned over time and the records it processed (experiment 4).
 
-Experiment 4 (the partition ceiling) needs a per-pod picture: with more replicas than
-partitions P, which replicas own partitions, which process records, and how often the idle
-ones made the group rebalance. Two sources:
+With more replicas than partitions P: which replicas own partitions, which process records,
+and how often the idle ones made the group rebalance. Two sources:
 
 * **Ownership**, from the replicas' event logs (the event table of :mod:`.tables`): ``assigned``
   (``partitions``: the ones added; ``assignment``: the whole assignment after the callback),
@@ -19,18 +18,15 @@ first, as a ReplicaSet does, so with ``minReplicaCount = P`` the replicas of ord
 are exactly the ones above P: :attr:`ReplicaShare.surplus`.
 
 **Rebalance episode**: the group's ``assigned``/``revoked``/``lost`` events clustered in time,
-a new episode starting after a quiet gap of more than ``gap_s`` (default
-:data:`EPISODE_GAP_S` = 5 s: a member rejoins at its next poll, after the batch in progress,
-up to ``--max-batch / capacity`` = 2,000 / 400 = 5 s at the ci Deployment; so the two rounds
-of one cooperative rebalance stay one episode). Its membership changes are the joins (a
+a new episode starting after a quiet gap of more than ``gap_s`` (:data:`EPISODE_GAP_S`, 5 s:
+the ci Deployment's longest batch, so a cooperative rebalance's two rounds are one episode). Its membership changes are the joins (a
 replica's ``joined``) and leaves (see above) after the previous episode's last event, up to its
 own last event; changes the run ended before the group rebalanced for make a last,
 unobserved episode. An episode is **caused by surplus replicas** when it has membership changes
 and every one of them is by a surplus replica; those are the extra rebalances that
 ``maxReplicaCount > P`` costs.
 
-Everything here stops at the run's ``record`` phase (the runner's ``run_phase`` event): after
-it the harness stops the Deployment, which is no part of the experiment.
+Everything here stops at the run's ``record`` phase (the harness's stop is no part of it).
 """
 
 from __future__ import annotations

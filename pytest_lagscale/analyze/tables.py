@@ -1,7 +1,6 @@
 """The two recorded tables every analysis reads: the timeline and the event table.
 
-**Timeline** (``pandas.DataFrame``), one row per 1 s step of the run, sorted by ``t_s``. The row
-at ``t_s`` describes the bucket ``[t_s, t_s + 1)``:
+**Timeline** (``pandas.DataFrame``), one row per 1 s bucket ``[t_s, t_s + 1)``, by ``t_s``:
 
 =====================  =======  ==========================================================
 column                 dtype    meaning
@@ -15,8 +14,7 @@ column                 dtype    meaning
 ``produce_rate_per_s`` float64  records produced per second into the topic
 =====================  =======  ==========================================================
 
-**Event table** (``pandas.DataFrame``), one row per event of the merged JSONL event logs,
-sorted by ``monotonic_s`` (ties keep input order):
+**Event table**, one row per event of the merged JSONL event logs, by ``monotonic_s``:
 
 ================  =======  =================================================================
 column            dtype    meaning

@@ -16,13 +16,10 @@ cooldownSeconds    COOLDOWN         seconds   integer >= 0                      
 pollingInterval    (none)           seconds   integer >= 1; default 30 (KEDA's)       -
 =================  ===============  ========  ======================================  =======
 
-The five recipe constants are required: a manifest that left one out would silently get a
-full-scale value (a 300 s cooldown in a 240 s ci run). ``pollingInterval`` defaults to KEDA's
-``pollingInterval`` default (30 s), since the policy reads lag the way KEDA's kafka trigger does.
-``scaleDownLag <= lagPerSlot`` is checked across fields: lag between the two is the band where
-the recipe holds, and with ``scaleDownLag > lagPerSlot`` a lag inside both rules would halve a
-group the first rule just declined to grow. Replicas play the role of the recipe's parallelism;
-the harness scales the run's Deployment (there is no operator for this kind on a cluster).
+The five recipe constants are required (a default would silently be a full-scale value: a
+300 s cooldown in a 240 s ci run); ``scaleDownLag <= lagPerSlot`` is checked across fields (the
+band between them is where the recipe holds). The harness scales the run's Deployment (there is
+no operator for this kind on a cluster); docs/policies.md, "The manifest".
 
 Example:
     >>> config = parse_lag_per_slot({"apiVersion": API_VERSION, "kind": "LagPerSlotPolicy",

@@ -1,7 +1,6 @@
-"""Per-run certificates of the local control plane (the ``cryptography`` library, ECDSA P-256).
-
-Two CAs and the leaf certificates every part needs, written as PEM files (keys mode 0600)
-into the run's ``kube/pki/`` directory, valid from one hour before ``now`` for ``valid_s``:
+"""Per-run certificates of the local control plane (the ``cryptography`` library, ECDSA P-256):
+two CAs and the leaf certificates every part needs, as PEM files (keys 0600) in the run's
+``kube/pki/``, valid from one hour before ``now`` for ``valid_s``:
 
 =========================  =========================================  ===========  ==========
 file stem                  subject (CN / O)                           usage        SANs
@@ -20,19 +19,13 @@ file stem                  subject (CN / O)                           usage     
 =========================  =========================================  ===========  ==========
 
 "loopback" is IP 127.0.0.1 and DNS ``localhost`` only. The adapter's certificate also names
-``<service>.<namespace>.svc``: kube-aggregator dials an APIService's backend with that TLS
-server name whatever address it resolves to (kube-aggregator ``handler_proxy.go``
-``updateAPIService``: ``ServerName: Service.Name + "." + Service.Namespace + ".svc"``), so it
-is a name checked, not an address used. KEDA's operator and adapter use one certificate both
-to serve and to dial their gRPC link (keda ``pkg/metricsservice/utils/tls.go``
-``LoadGrpcTLSCredentials``: ``ca.crt``/``tls.crt``/``tls.key`` of one ``--cert-dir``), hence
-server+client usage; their copies live in ``keda-operator/`` and ``keda-adapter/`` under those
-names. KEDA's identities are in ``system:masters``: no KEDA RBAC manifests are applied (a
-local, single-user control plane). ``sa.key``/``sa.pub`` is the service-account signing pair.
-
-Source: kubernetes.io/docs/setup/best-practices/certificates ("Single root CA", "All
-certificates"); docs/kubernetes.md "Certificates and kubeconfigs" (KEDA cert dirs, front-proxy
-client for the aggregation layer).
+``<service>.<namespace>.svc``, the TLS server name kube-aggregator checks (kube-aggregator
+``handler_proxy.go`` ``updateAPIService``). KEDA's operator and adapter serve and dial their
+gRPC link with one certificate (keda ``pkg/metricsservice/utils/tls.go``
+``LoadGrpcTLSCredentials``), copied as ``ca.crt``/``tls.crt``/``tls.key`` into ``keda-operator/``
+and ``keda-adapter/``; their identities are in ``system:masters`` (no KEDA RBAC manifests).
+``sa.key``/``sa.pub`` is the service-account signing pair. Source: kubernetes.io/docs/setup/best-practices/certificates ("Single root CA", "All
+certificates"); docs/kubernetes.md "Certificates and kubeconfigs".
 """
 
 from __future__ import annotations

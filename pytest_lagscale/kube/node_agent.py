@@ -5,20 +5,15 @@ No kubelet runs on the local control plane, so the Deployment's pods would stay 
 Deployment's selector every ``period_s`` seconds, asks :func:`.node_sync.sync` what a kubelet
 would do, and does it with the ``kubernetes`` client:
 
-* ``start``: bind the pod to the node ``lagscale-local`` (``pods/binding``: the scheduler's
-  act), read the pod into a replica command line (:func:`.pod_replica.replica_spec`: the
-  container's command and args with ``$(VAR)`` expansion, its env, ``python`` -> this
-  interpreter) with the node's per-replica flags (``--replica-id``, ``--metrics-port``,
-  ``--event-log``, ``--store``, as the local platform sets them), start it as a
-  :class:`~pytest_lagscale.process.ManagedProcess` (own process group), patch the pod
-  ``Running``;
+* ``start``: bind the pod to the node ``lagscale-local`` (``pods/binding``), read it into a
+  replica command line with the local platform's per-replica flags
+  (:func:`.pod_replica.replica_spec`), start it as a
+  :class:`~pytest_lagscale.process.ManagedProcess`, patch the pod ``Running``;
 * ``report_ready``: patch the ``Ready``/``ContainersReady`` conditions from the replica's
   readiness endpoint (probed every ``min(1 s, periodSeconds)``, like the local platform);
 * ``terminate``: a pod being deleted: SIGTERM, SIGKILL after its grace period (a thread);
-* ``final_delete``: once the process is gone, delete the pod with grace 0 and its UID as a
-  precondition (the kubelet's last act);
-* ``report_failed``: a replica that exited on its own: phase ``Failed``, then delete (the
-  ReplicaSet replaces it);
+* ``final_delete``: once the process is gone, delete the pod (grace 0, UID precondition);
+* ``report_failed``: a replica that exited on its own: phase ``Failed``, then delete;
 * ``forget``: a pod gone from the API: kill its process if it still runs.
 
 The agent writes the local platform's events (``replica_started``, ``replica_ready``,
@@ -26,9 +21,8 @@ The agent writes the local platform's events (``replica_started``, ``replica_rea
 analysis reads a kubernetes run as it reads a local one. :meth:`NodeAgent.stop` stops every
 process it started (each within its grace period) on every exit path.
 
-Polling, not a watch: a list of one namespace's pods on loopback every 0.25 s costs a few
-milliseconds, and a list cannot miss an event the way a broken watch can. A pod is therefore
-started up to ``period_s`` after the ReplicaSet created it.
+Polling, not a watch (a list cannot miss an event the way a broken watch can): a pod is started
+up to ``period_s`` after the ReplicaSet created it.
 
 Source: kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle ("Termination of Pods");
 kubernetes pkg/kubelet/status/status_manager.go (the final delete).

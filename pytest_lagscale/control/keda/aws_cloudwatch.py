@@ -1,28 +1,9 @@
 """KEDA's ``aws-cloudwatch`` trigger: metadata with KEDA's rules, its GetMetricData query and the
 answer -> metric, activity, proposal (pure).
 
-Metadata (strings):
-
-=========================== ======== =========================================================
-key                         default  meaning
-=========================== ======== =========================================================
-namespace, metricName       required without ``expression`` (``AWS/Kafka``, ``SumOffsetLag``)
-dimensionName, dimensionValue required without ``expression``; ``;``-separated, same count
-expression                  -        a metric math / Metrics Insights query instead
-targetMetricValue           required the target (float)
-activationTargetMetricValue 0        the value must exceed it to be active
-minMetricValue              required the value when the answer has no datapoint
-ignoreNullValues            true     false: no datapoint is an error
-metricCollectionTime        300      seconds the query looks back (a multiple of the period)
-metricStat                  Average  the statistic (``Maximum`` for the recipe's reading)
-metricStatPeriod            300      seconds: 1, 5, 10, 30, 60 or a multiple of 60
-metricEndTimeOffset         0        seconds the window ends before now
-metricUnit                  -        a CloudWatch StandardUnit
-awsRegion                   required the region
-awsEndpoint, awsAccountId   -        another endpoint (moto's server); a cross-account id
-identityOwner               pod      ``operator``: the KEDA operator's own credentials
-awsAccessKeyID + awsSecretAccessKeyFromEnv, or an authenticationRef: the credentials
-=========================== ======== =========================================================
+Metadata (strings): the keys, their defaults and meanings are tabled in docs/lag-sources.md,
+"KEDA triggers for the same sources"; the reader is
+:mod:`pytest_lagscale.config.trigger_metadata`.
 
 The metric is ``s<i>-aws-cloudwatch``; its value is the newest value of the query's first
 result (ScanBy TimestampDescending), ``minMetricValue`` when there is none.

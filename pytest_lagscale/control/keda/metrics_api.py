@@ -2,23 +2,9 @@
 activity, proposal (pure).
 
 The scaler GETs ``url`` and reads one number at ``valueLocation`` (a GJSON path for ``json``):
-the recipe's "job's own health summary" is such an endpoint. Metadata (strings):
-
-================================= ======== ====================================================
-key                               default  meaning
-================================= ======== ====================================================
-url                               required the endpoint (GET)
-valueLocation                     required where the number is (``lag.total``, ``data.0.value``)
-targetValue                       required the target (float, not 0: "no targetValue given")
-activationTargetValue             0        the value must exceed it to be active
-format                            json     json, prometheus, xml or yaml
-aggregateFromKubeServiceEndpoints false    ask every endpoint of a Service (refused here: no
-                                           Kubernetes endpoints locally)
-aggregationType                   average  average, sum, max or min (with the above)
-unsafeSsl, timeout                -        TLS verification, HTTP timeout
-authMode + apiKey/method/keyParamName -    apiKey (inline or authenticationRef), basic, bearer,
-                                           tls, custom, oauth (an authenticationRef)
-================================= ======== ====================================================
+the recipe's "job's own health summary" is such an endpoint. Metadata (strings): the keys,
+their defaults and meanings are tabled in docs/lag-sources.md, "KEDA triggers for the same
+sources"; the reader is :mod:`pytest_lagscale.config.trigger_metadata`.
 
 The metric is ``s<i>-metric-api-<valueLocation>`` (``/ . : % ( )`` as ``-``).
 

@@ -1,24 +1,9 @@
 """KEDA's ``prometheus`` trigger: metadata with KEDA's rules, and a query answer -> metric, activity,
 proposal (pure).
 
-Metadata (``spec.triggers[i].metadata``, strings):
-
-===================== ======== ==================================================================
-key                   default  meaning
-===================== ======== ==================================================================
-serverAddress         required Prometheus base URL
-query                 required the PromQL expression (must answer one series)
-threshold             required the target per replica (AverageValue) or in total (Value), a float
-activationThreshold   0        the value must exceed it to be active
-ignoreNullValues      true     an empty answer or NaN/Inf is 0 (false: an error)
-queryParameters       -        extra URL parameters ``k=v,k2=v2``
-namespace             -        the ``namespace`` URL parameter (Thanos)
-customHeaders         -        request headers ``k=v,...`` (values never shown)
-unsafeSsl, timeout    -        TLS verification, HTTP timeout (Go duration or ms)
-awsRegion, identityOwner -     for Amazon Managed Prometheus (SigV4)
-authModes + auth keys -        bearer/basic/tls/custom/oauth/apiKey; credentials from an
-                               authenticationRef
-===================== ======== ==================================================================
+Metadata (strings): the keys, their defaults and meanings are tabled in docs/lag-sources.md,
+"KEDA triggers for the same sources"; the reader is
+:mod:`pytest_lagscale.config.trigger_metadata`.
 
 The metric is ``s<i>-prometheus``; its value is the query's one number (a milli-quantity);
 active when it exceeds ``activationThreshold``.

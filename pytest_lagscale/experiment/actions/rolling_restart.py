@@ -23,11 +23,9 @@ thread (``background``), so later actions keep their times. When the scheduler s
 ended, the run is stopping) it stops waiting and returns what it did with ``interrupted: true``;
 a replica it had signalled is still replaced by the platform.
 
-Source: Kubernetes StatefulSet rolling updates (one pod at a time, each Running and Ready before
-the next; kubernetes.io/docs/concepts/workloads/controllers/statefulset, "Rolling Updates"; a
-StatefulSet goes from the highest ordinal down, this action oldest first) and KIP-345 (static
-membership: a member that rejoins with its ``group.instance.id`` within the session timeout
-gets its partitions back without a rebalance).
+Source: kubernetes.io/docs/concepts/workloads/controllers/statefulset, "Rolling Updates" (one
+pod at a time, each Ready before the next; highest ordinal first there, oldest first here) and
+KIP-345 (a static member that rejoins within the session timeout keeps its partitions).
 """
 
 from __future__ import annotations
