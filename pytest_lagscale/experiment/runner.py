@@ -21,14 +21,12 @@ Ctrl-C, SIGTERM/SIGHUP) stops everything started so far, newest first:
 ``autoscale``  the scaling policy's autoscaler (first decision made), then a few scrapes;
 ``load``       the profile produced (open model), phase marks and scheduled actions on time;
 ``settle``     until lag is 0 and replicas are back at minReplicaCount (bounded);
-``record``     the timeline from Prometheus (1 s step);
-then, with everything stopped: ``analyse`` (merged events, reconciliation on Spark,
-measurements, ``benchmark.json``, ``timeline.png``, ``summary.md``).
+``record``     the timeline from Prometheus (1 s step); then, everything stopped, ``analyse``
+               (events, reconciliation, measurements, benchmark.json, timeline.png, summary.md).
 
-Every phase start is a ``run_phase`` event in ``runner.events.jsonl``, beside the ``action``
-events. Time: the runner reads only its injected :class:`~pytest_lagscale.contract.clock.Clock`;
-``t_s = 0`` is the load start in both tables (the event table's monotonic origin and the
-timeline's wall-clock start are read at the same instant).
+Every phase start is a ``run_phase`` event in ``runner.events.jsonl``. The runner reads only its
+injected :class:`~pytest_lagscale.contract.clock.Clock`; ``t_s = 0`` is the load start in both
+tables (their origins are read at the same instant).
 """
 
 from __future__ import annotations

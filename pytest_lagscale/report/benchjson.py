@@ -13,24 +13,14 @@ A document (``schema_version`` 1) is a dict::
      "assertions": [{"name", "threshold", "value", "verdict": "pass" | "fail"}],
      "artifacts": {name: path}}
 
-A ``lagscale run`` document adds two optional top-level sections (not validated, not
-compared): ``run`` (what the run was besides its inputs: topic, group, replica bounds,
-reaction replica, reconciliation) and ``scale_out`` — every replica started after the spike
-start with its actuation, cold start, engine startup, join and first fetch (seconds) and the
-burst summary (replicas, window, machine load, cold start median/max), as
-:meth:`pytest_lagscale.analyze.scale_out.ScaleOut.to_dict` gives it. ``scale_out`` is its own
-section rather than part of ``run`` because it is a measurement, not a run parameter; its
-medians also appear under ``metrics`` (``cold_start_median_s``, ``burst_load_average_max``).
-Likewise ``steps`` (one mapping per scale step: time, counts, direction, reversal, the
-rebalance's start, dip, dip reason, recovery, rebalance cost, rebalance duration, partitions
-stopped, rate before) and ``skew`` (the partitions' input shares and their source, the ideal
-drain's partition and group bounds, the oracle's capped seconds, the rate window and batch
-interval), as :meth:`pytest_lagscale.analyze.measure.Measurements.detail` gives them.
-A third, ``experiment``, holds an experiment's own figures (``RunResult.record``) and, for
-every run, ``experiment.replicas``: each replica's partitions owned and records processed and
-the group's rebalance episodes against the profile's P, as
-:meth:`pytest_lagscale.analyze.replicas.ReplicaTable.to_dict` gives it (drawn in
-``replicas.png``, artifact ``replicas_png``).
+A ``lagscale run`` document adds optional top-level sections (not validated, not compared):
+``run`` (topic, group, replica bounds, reaction replica, reconciliation); ``scale_out``, every
+replica started after the spike start with its start-up times
+(:meth:`pytest_lagscale.analyze.scale_out.ScaleOut.to_dict`; a measurement, so not in ``run``);
+``steps`` and ``skew`` (:meth:`pytest_lagscale.analyze.measure.Measurements.detail`: each scale
+step's rebalance and dip; the partitions' shares, ideal drain and oracle); and ``experiment``,
+an experiment's own figures (``RunResult.record``) plus, for every run, ``experiment.replicas``
+(:meth:`pytest_lagscale.analyze.replicas.ReplicaTable.to_dict`, drawn in ``replicas.png``).
 
 History files live in ``<root>/<machine-id>/NNNN_<commit>_<utc>[_dirty].json`` (as
 pytest-benchmark's storage/file.py). :func:`load` is the one reader; it upgrades old schema
