@@ -12,6 +12,12 @@ Registered in :data:`~pytest_lagscale.control.keda.registry.TRIGGERS`; the runne
 answer (:mod:`pytest_lagscale.platform.value_triggers`) into ``observation.values`` and
 :meth:`~.value_trigger.ValueTrigger.evaluate` parses it here.
 
+Its user: a ScaledObject copied from a cluster whose trigger is ``type: metrics-api`` (no bundled
+manifest or experiment has one); docs/lag-sources.md "KEDA triggers for the same sources" and
+"KEDA's value triggers" present it, and tests/unit/control/test_value_triggers_registered.py
+``test_metrics_api_trigger_runs_from_its_endpoint_to_a_decision`` runs it from the endpoint's
+answer to a scaling decision.
+
 Source: kedacore/keda pkg/scalers/metrics_api_scaler.go (metricsAPIScalerMetadata,
 parseMetricsAPIMetadata, getValueFromJSONResponse, GetMetricSpecForScaling,
 GetMetricsAndActivity) v2.20.2; tidwall/gjson path syntax (keys, array indexes, ``\\.`` escapes)
@@ -112,7 +118,7 @@ class MetricsApiTrigger(ValueTrigger):
 
     def __init__(self, meta: MetricsApiTriggerMetadata, *, trigger_index: int = 0, metric_type: str = "AverageValue"):
         super().__init__(f"metric-api-{meta.value_location}", meta.target_value, meta.activation_target_value,
-                         trigger_index=trigger_index, metric_type=metric_type)
+                         trigger_index=trigger_index, metric_type=metric_type, type_name="metrics-api")
         self.meta = meta
 
     def evaluate_response(self, body: bytes | str) -> TriggerResult:

@@ -42,8 +42,10 @@ class ValueTrigger:
         activation_threshold: the value must exceed it to be active.
         trigger_index: position in ``spec.triggers``.
         metric_type: ``AverageValue`` (default) or ``Value``.
+        type_name: the trigger's ``type`` when it is not ``name`` (``metrics-api``).
 
     Attributes:
+        type_name: the trigger's ``type`` (what the runner's reader dispatches on).
         metric_name: ``s<index>-<name>``.
         metric_target: the threshold as a milli-quantity target.
     """
@@ -56,9 +58,9 @@ class ValueTrigger:
     lag_threshold_records = None
 
     def __init__(self, name: str, threshold: float, activation_threshold: float, *, trigger_index: int = 0,
-                 metric_type: str = "AverageValue"):
+                 metric_type: str = "AverageValue", type_name: str | None = None):
         self.trigger_index = trigger_index
-        self.type_name = name
+        self.type_name = type_name or name
         self.metric_name = metric_name(trigger_index, name)
         self.metric_target = MetricTarget(metric_type, milli_quantity(threshold))
         self.activation_threshold = activation_threshold

@@ -98,3 +98,26 @@ def test_value_reader_prometheus_dates_the_reading(monkeypatch: pytest.MonkeyPat
     assert "consumergroup%3D%22g2%22" in seen[0] and seen[0].startswith("http://127.0.0.1:9/api/v1/query?")
     no_prometheus = vt.ValueTriggerReader(RunServices()).read(policy_of(PROMETHEUS).value_triggers)[0]
     assert no_prometheus.error == "the run has no Prometheus yet"
+
+
+METRICS_API = {"type": "metrics-api", "metadata": {
+    "url": "http://consumer-health.default:8080/health", "valueLocation": "lag.total", "targetValue": "500",
+    "activationTargetValue": "50"}}
+
+
+def test_metrics_api_trigger_runs_from_its_endpoint_to_a_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metrics-api trigger end to end: the reader GETs ``url`` as written, the trigger reads the
+    number at ``valueLocation``, the policy scales to ceil(value / targetValue)."""
+    from pytest_lagscale.platform import value_triggers as vt
+
+    seen = []
+    monkeypatch.setattr(vt, "_get", lambda url, timeout_s: seen.append((url, timeout_s)) or b'{"lag": {"total": 1600}}')
+    policy = policy_of(METRICS_API)
+    assert [(t.type_name, t.metric_name) for t in policy.value_triggers] == [("metrics-api", "s0-metric-api-lag-total")]
+    values = vt.ValueTriggerReader(RunServices()).read(policy.value_triggers)
+    assert seen == [("http://consumer-health.default:8080/health", None)]
+    assert values[0].error is None and values[0].staleness_s is None
+    policy.decide(Observation(1, values=values), 0.0)
+    decision = policy.decide(Observation(1, values=values), 3.0)
+    assert decision.desired_replicas == 4  # ceil(1600 / 500)
+    assert RunServices().mapping(policy.value_triggers)[0]["run"] == "http://consumer-health.default:8080/health"
