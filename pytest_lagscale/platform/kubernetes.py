@@ -42,8 +42,8 @@ from ..contract.rundir import RunDir
 from ..contract.errors import ConfigError, ReplicaError
 from ..contract.eventlog import EventLog
 from ..lifecycle import StartStop
+from ..kube.policy import NAMESPACE, check_policy, hpa_timing
 
-NAMESPACE = "lagscale"
 POLL_S = 0.2
 
 
@@ -55,36 +55,6 @@ class DeploymentStatus:
     spec_replicas: int
     status_replicas: int
     ready_replicas: int
-
-
-def hpa_timing(policy_config: Any) -> Any:
-    """The controller-manager's HPA timing from a ScaledObject's ``lagscale.dev/hpa-*``
-    annotations (the same values the embedded controller uses)."""
-    from ..kube.commands import HpaTiming
-
-    harness = policy_config.harness
-    return HpaTiming(sync_period_s=harness.hpa_sync_period_s, tolerance=harness.hpa_tolerance,
-                     downscale_stabilization_s=harness.hpa_downscale_stabilization_s)
-
-
-def check_policy(policy_config: Any) -> None:
-    """Refuse a policy the real KEDA cannot run.
-
-    Raises:
-        ConfigError: not a ScaledObject, or a trigger other than ``kafka`` (the local
-            control plane's KEDA reaches the run's broker; the other lag sources' counterparts
-            are the harness's).
-    """
-    kind = getattr(policy_config, "kind", type(policy_config).__name__)
-    if kind != "ScaledObject":
-        raise ConfigError(f"--platform kubernetes: policy {Path(policy_config.source).name!r} is a "
-                          f"{kind}; only KEDA ScaledObjects run on the local control plane "
-                          "(e.g. --policy scaledobject-ci); use --platform local for it")
-    bad = [t.type for t in policy_config.triggers if t.type != "kafka"]
-    if bad:
-        raise ConfigError(f"--platform kubernetes: trigger type(s) {', '.join(bad)} of "
-                          f"{Path(policy_config.source).name!r}: only 'kafka' runs on the local "
-                          "control plane; use --platform local for it")
 
 
 def deployment_object(manifest: str | Path, argv: tuple[str, ...], env: dict[str, str],

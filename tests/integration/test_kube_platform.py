@@ -21,7 +21,8 @@ import pytest
 from pytest_lagscale.config.policy import load_policy_manifest
 from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kube import build
-from pytest_lagscale.platform.kubernetes import KubernetesDeployment, hpa_timing
+from pytest_lagscale.kube.policy import hpa_timing
+from pytest_lagscale.platform.kubernetes import KubernetesDeployment
 
 from ._kube import K8S, arrow_template
 

@@ -1,19 +1,14 @@
-"""The kubernetes platform's pure parts: the Deployment and ScaledObject it applies, the HPA
-timing it starts the controller-manager with, and the policies it refuses."""
+"""The kubernetes platform's pure parts: the Deployment and ScaledObject it applies (the HPA
+timing and the policies it refuses: tests/unit/kube/test_policy.py)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import pytest
-
-from pytest_lagscale.config.policy import load_policy_manifest
-from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.platform import PLATFORMS, platform_class
 from pytest_lagscale.platform.kube_autoscaler import scaled_object
-from pytest_lagscale.platform.kubernetes import (
-    KubernetesDeployment, check_policy, deployment_object, hpa_timing)
+from pytest_lagscale.platform.kubernetes import KubernetesDeployment, deployment_object
 
 K8S = Path(__file__).resolve().parents[3] / "k8s"
 
@@ -45,21 +40,3 @@ def test_the_scaled_object_points_at_the_runs_broker_group_and_topic():
         "127.0.0.1:9", "g-1", "t-1")
     assert meta["lagThreshold"] == "50"
     assert doc["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
-
-
-def test_hpa_timing_comes_from_the_scaled_objects_annotations():
-    timing = hpa_timing(load_policy_manifest(K8S / "scaledobject-ci.yaml"))
-    assert (timing.sync_period_s, timing.tolerance, timing.downscale_stabilization_s) == (3, 0.1, 30)
-
-
-@pytest.mark.parametrize("manifest, needle", [
-    ("hpa-cpu-ci.yaml", "only KEDA ScaledObjects"),
-    ("scaledobject-prometheus-ci.yaml", "trigger type(s) prometheus"),
-])
-def test_policies_the_real_keda_here_cannot_run_are_refused(manifest, needle):
-    with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")):
-        check_policy(load_policy_manifest(K8S / manifest))
-
-
-def test_a_kafka_scaled_object_is_accepted():
-    check_policy(load_policy_manifest(K8S / "scaledobject-ci.yaml"))
