@@ -49,8 +49,8 @@ def up(
     from ..config.bundled import resolve_manifest
     from ..config.policy import load_policy_manifest
     from ..contract.errors import ConfigError, LagscaleError
-    from ..platform.kubernetes import check_policy, hpa_timing
     from . import build
+    from .policy import check_policy, hpa_timing
 
     try:
         policy_config = load_policy_manifest(resolve_manifest(policy, "--policy"))
@@ -91,8 +91,8 @@ def up(
 
 
 def _control_plane(where: Path, timing: object) -> object:
-    from ..platform.kubernetes import NAMESPACE
     from .control_plane import keda_control_plane
+    from .policy import NAMESPACE
 
     return keda_control_plane(where, timing, NAMESPACE)
 
