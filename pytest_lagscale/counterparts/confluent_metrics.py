@@ -5,8 +5,8 @@ partition}`` (the lag exporter, 1 s scrapes). This service serves it as the metr
 ``io.confluent.kafka.server/consumer_lag_offsets`` of one Kafka cluster (``cluster_id``), the way
 Confluent Cloud does: per time bucket of the granularity (aligned to UTC), each series averaged
 over the bucket (a GAUGE is averaged over time), then summed over the series that pass the
-filter, per ``group_by`` group; a point is dated at its bucket's start; a bucket is served once
-it has ended and ``latency_s`` more seconds passed (Confluent documents points as queryable
+filter (the FLAT format: the query the ``confluent`` lag source sends, :mod:`.confluent_query`);
+a point is dated at its bucket's start; a bucket is served once it has ended and ``latency_s`` more seconds passed (Confluent documents points as queryable
 "typically within 5 minutes"; 0 by default). Points come newest first.
 
 Requests are checked as the API documents (:mod:`.confluent_query`): HTTP basic auth with the
@@ -185,7 +185,7 @@ class ConfluentMetricsService(StartStop):
         except ValueError:
             raise ApiError(400, ["request body is not valid JSON"]) from None
         now = self.clock()
-        query = parse_query(document, now)
+        query = parse_query(document)
         if self.cluster_id not in query.cluster_ids:
             raise ApiError(403, [f"not authorized for the resource(s) kafka.id:{','.join(query.cluster_ids)}"])
         return {"data": self._points(query, now)}
@@ -206,25 +206,15 @@ class ConfluentMetricsService(StartStop):
     def _points(self, query: MetricsQuery, now: datetime) -> list[dict[str, Any]]:
         spans = buckets(query, now - timedelta(seconds=self.latency_s))
         labels_of = METRICS[query.metric]
-        groups: dict[tuple[str, ...], dict[datetime, float]] = {}
+        values: dict[datetime, float] = {}
         for prom_labels, means in (self.reader.bucket_means(spans) if spans else []):
             labels = {name: (self.cluster_id if not prom else prom_labels.get(prom, ""))
                       for name, prom in labels_of.items()}
             if not matches(query.filter, labels):
                 continue
-            values = groups.setdefault(tuple(labels[g] for g in query.group_by), {})
             for start, mean in means.items():
                 values[start] = values.get(start, 0.0) + mean
-        ranked = sorted(groups.items(), key=lambda kv: -sum(kv[1].values()))[:query.limit]
-        data: list[dict[str, Any]] = []
-        for key, values in ranked:
-            named = dict(zip(query.group_by, key))
-            points = [{"timestamp": _iso(t), "value": v} for t, v in sorted(values.items(), reverse=True)]
-            if query.format == "GROUPED":
-                data.append({**named, "points": points})
-            else:
-                data.extend({"timestamp": p["timestamp"], **named, "value": p["value"]} for p in points)
-        return data
+        return [{"timestamp": _iso(t), "value": v} for t, v in sorted(values.items(), reverse=True)]
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_lagscale.counterparts.confluent_query import (ApiError, buckets, matches, parse_duration, parse_instant,
-                                                          parse_interval, parse_query)
+from pytest_lagscale.counterparts.confluent_query import ApiError, buckets, matches, parse_interval, parse_query
 from pytest_lagscale.sources.confluent import ConfluentSettings, query_body
 from pytest_lagscale.sources.credentials import Secret
 
@@ -32,9 +31,9 @@ def with_(path: str, value: Any) -> dict[str, Any]:
 
 
 def test_the_recipes_body_is_valid() -> None:
-    query = parse_query(RECIPE, NOW)
-    assert (query.metric, query.granularity, query.bucket_s, query.cluster_ids, query.format, query.limit) == (
-        "io.confluent.kafka.server/consumer_lag_offsets", "PT1M", 60.0, ("lkc-abc123",), "FLAT", 100)
+    query = parse_query(RECIPE)
+    assert (query.metric, query.granularity, query.bucket_s, query.cluster_ids) == (
+        "io.confluent.kafka.server/consumer_lag_offsets", "PT1M", 60.0, ("lkc-abc123",))
     assert query.intervals == ((NOW - timedelta(minutes=5), NOW),)
 
 
@@ -67,20 +66,26 @@ def test_the_recipes_body_is_valid() -> None:
     pytest.param(with_("filter", ...), ["the cloud dataset requires a resource filter: add {\"field\": "
                                         "\"resource.kafka.id\", \"op\": \"EQ\", \"value\": \"lkc-...\"}"],
                  id="no-resource-filter"),
-    pytest.param(with_("format", "GROUPED"), ["format GROUPED is only allowed when group_by is non-empty"],
-                 id="grouped-without-group-by"),
-    pytest.param(with_("limit", 0), ["limit 0 must be an integer in [1, 1000]"], id="bad-limit"),
-    pytest.param(with_("order_by", [{"metric": "m"}]), ["order_by is only valid for granularity ALL"],
-                 id="order-by-needs-ALL"),
-    pytest.param(with_("group_by", ["metric.client_id"]),
-                 ["group_by label 'metric.client_id' is not a label of io.confluent.kafka.server/consumer_lag_offsets "
-                  "(one of resource.kafka.id, metric.consumer_group_id, metric.topic, metric.partition)"],
-                 id="bad-group-by"),
+    pytest.param(with_("granularity", "PT5M"), ["granularity 'PT5M' is not served by lagscale's Metrics API (it serves the confluent lag source's query); use PT1M"],
+                 id="other-granularity-not-served"),
+    pytest.param(with_("intervals", ["PT5M/now"]), ["interval 'PT5M/now': durations and 'now' is not served by lagscale's Metrics API (it serves the confluent lag source's query); send "
+                                                   "<start>/<end> timestamps"], id="duration-and-now-not-served"),
+    pytest.param(with_("intervals", ["2026-11-26T00:21:10Z/yesterday"]),
+                 ["interval bound 'yesterday' is not an ISO-8601 timestamp"], id="bad-interval-bound"),
+    pytest.param(with_("filter.filters.1.op", "GTE"), ["filter.filters[1].op 'GTE' is not served by lagscale's Metrics API (it serves the confluent lag source's query); use EQ filters, joined "
+                                                       "by one AND"], id="other-filter-op-not-served"),
+    pytest.param(with_("filter", {"op": "OR", "filters": RECIPE["filter"]["filters"]}),
+                 ["filter.op 'OR' is not served by lagscale's Metrics API (it serves the confluent lag source's query); use EQ filters, joined by one AND"], id="or-not-served"),
+    pytest.param(with_("format", "GROUPED"), ["format 'GROUPED' is not served by lagscale's Metrics API (it serves the confluent lag source's query); use FLAT or leave format out"],
+                 id="grouped-not-served"),
+    pytest.param(with_("limit", 10), ["limit is not served by lagscale's Metrics API (it serves the confluent lag source's query); remove it"], id="limit-not-served"),
+    pytest.param(with_("order_by", [{"metric": "m"}]), ["order_by is not served by lagscale's Metrics API (it serves the confluent lag source's query); remove it"], id="order-by-not-served"),
+    pytest.param(with_("group_by", ["metric.topic"]), ["group_by is not served by lagscale's Metrics API (it serves the confluent lag source's query); remove it"], id="group-by-not-served"),
     pytest.param([], ["request body must be a JSON object"], id="not-an-object"),
 ])
 def test_bad_requests_are_400_with_the_documented_error_body(body: Any, details: list[str]) -> None:
     with pytest.raises(ApiError) as info:
-        parse_query(body, NOW)
+        parse_query(body)
     assert info.value.status == 400 and info.value.details == details
     assert info.value.body() == {"errors": [{"status": "400", "detail": d} for d in details]}
 
@@ -89,36 +94,26 @@ def test_every_problem_at_once() -> None:
     body = with_("granularity", "PT2M")
     body["limit"] = 5000
     with pytest.raises(ApiError) as info:
-        parse_query(body, NOW)
+        parse_query(body)
     assert len(info.value.details) == 2
 
 
 @pytest.mark.parametrize(("text", "start", "end"), [
     pytest.param("2026-11-26T00:21:10Z/2026-11-26T00:26:10Z", NOW - timedelta(minutes=5), NOW, id="start-end"),
-    pytest.param("PT5M/now", NOW - timedelta(minutes=5), NOW, id="duration-now"),
-    pytest.param("now-2m|m/PT2M", datetime(2026, 11, 26, 0, 24, tzinfo=timezone.utc),
-                 datetime(2026, 11, 26, 0, 26, tzinfo=timezone.utc), id="now-offset-truncated-duration"),
-    pytest.param("2026-11-26T01:26:10+01:00/now", NOW, None, id="offset-timestamp-equal-start-is-error"),
+    pytest.param("2026-11-26T01:21:10+01:00/2026-11-26T00:26:10Z", NOW - timedelta(minutes=5), NOW,
+                 id="offset-timestamp"),
+    pytest.param("2026-11-26T01:26:10+01:00/2026-11-26T00:26:10Z", NOW, None, id="equal-start-is-error"),
 ])
 def test_intervals(text: str, start: datetime, end: datetime | None) -> None:
     if end is None:
         with pytest.raises(ValueError, match="must start before it ends"):
-            parse_interval(text, NOW)
+            parse_interval(text)
         return
-    assert parse_interval(text, NOW) == (start, end)
-
-
-def test_instants_and_durations() -> None:
-    assert parse_instant("now|h", NOW) == datetime(2026, 11, 26, 0, 0, tzinfo=timezone.utc)
-    assert parse_instant("now-1d|d", NOW) == datetime(2026, 11, 25, 0, 0, tzinfo=timezone.utc)
-    assert parse_duration("P1DT2H30M15S") == timedelta(days=1, hours=2, minutes=30, seconds=15)
-    for bad in ("P", "PT", "5M", "P1H"):
-        with pytest.raises(ValueError):
-            parse_duration(bad)
+    assert parse_interval(text) == (start, end)
 
 
 def test_buckets_are_aligned_complete_and_published() -> None:
-    query = parse_query(RECIPE, NOW)  # 00:21:10 .. 00:26:10
+    query = parse_query(RECIPE)  # 00:21:10 .. 00:26:10
     minute = lambda m: datetime(2026, 11, 26, 0, m, tzinfo=timezone.utc)  # noqa: E731
     assert buckets(query, NOW) == [(minute(m), minute(m + 1)) for m in range(21, 26)]
     assert buckets(query, NOW - timedelta(seconds=130)) == [(minute(m), minute(m + 1)) for m in range(21, 24)]
@@ -126,11 +121,10 @@ def test_buckets_are_aligned_complete_and_published() -> None:
 
 @pytest.mark.parametrize(("flt", "passes"), [
     pytest.param(RECIPE["filter"], True, id="recipe-and"),
-    pytest.param({"op": "NOT", "filter": {"field": "metric.topic", "op": "EQ", "value": "events"}}, False, id="not"),
-    pytest.param({"op": "OR", "filters": [{"field": "metric.topic", "op": "EQ", "value": "x"},
-                                          {"field": "metric.partition", "op": "GTE", "value": 3}]}, True,
-                 id="or-gte-compares-as-strings"),
-    pytest.param({"field": "metric.partition", "op": "GT", "value": "3"}, False, id="gt"),
+    pytest.param({"field": "metric.partition", "op": "EQ", "value": 3}, True, id="eq-compares-as-strings"),
+    pytest.param({"op": "AND", "filters": [{"field": "metric.topic", "op": "EQ", "value": "x"},
+                                           {"field": "metric.partition", "op": "EQ", "value": "3"}]}, False,
+                 id="and-needs-every-filter"),
 ])
 def test_filters(flt: dict, passes: bool) -> None:
     labels = {"resource.kafka.id": "lkc-abc123", "metric.consumer_group_id": "enrich", "metric.topic": "events",

@@ -81,14 +81,12 @@ def test_latency_holds_back_the_newest_buckets() -> None:
                                                                          "2026-11-26T00:22:00Z"]
 
 
-def test_group_by_topic_grouped_format() -> None:
+def test_group_by_is_not_served() -> None:
+    """The lag source never groups: a grouped query is a 400 naming the fields, not a wrong answer."""
     body = {**query_body(SETTINGS, NOW), "group_by": ["metric.topic"], "format": "GROUPED"}
     status, answer = post(service(), body)
-    assert status == 200
-    assert answer["data"][0] == {"metric.topic": "events", "points": [
-        {"timestamp": "2026-11-26T00:25:00Z", "value": 770.0}, {"timestamp": "2026-11-26T00:24:00Z", "value": 550.0},
-        {"timestamp": "2026-11-26T00:23:00Z", "value": 330.0}, {"timestamp": "2026-11-26T00:22:00Z", "value": 110.0}]}
-    assert answer["data"][1]["metric.topic"] == "audit"
+    assert status == 400
+    assert [e["detail"].split(" ")[0] for e in answer["errors"]] == ["group_by", "format"]
 
 
 def test_nothing_matches_gives_no_points() -> None:
