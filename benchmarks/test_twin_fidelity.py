@@ -3,8 +3,8 @@
 Runs after the experiments (pytest runs ``benchmarks/`` files in name order; ``test_twin_*``
 sorts after ``test_exp*``). Every ci-scale run of the session that the twin models is predicted
 again with :data:`DRAWS` draws of the committed calibration
-(``pytest_lagscale/data/twin/spark.yaml``, :func:`pytest_lagscale.twin.fidelity.predict_run`)
-and compared: per headline figure the error of the draws' median and whether the measured
+(``pytest_lagscale/data/twin/spark.yaml``,
+:func:`pytest_lagscale.calibration.fidelity.predict_run`) and compared: per headline figure the error of the draws' median and whether the measured
 value lies in the draws' 5-95 % band; per event-level span (cold start, started -> assigned,
 revoked -> assigned) the medians and the two-sample KS statistic. Runs with an input the twin
 does not model (``fidelity.UNSUPPORTED``: CPU policies, scheduled actions, static membership,
@@ -54,7 +54,7 @@ from typing import Any
 import pytest
 
 from pytest_lagscale.plugin import _SESSION_KEY
-from pytest_lagscale.twin.fidelity import Unsupported, assess, beyond_band, predict_run
+from pytest_lagscale.calibration.fidelity import Unsupported, assess, beyond_band, predict_run
 
 pytestmark = [pytest.mark.benchmark(group="twin")]
 

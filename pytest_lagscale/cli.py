@@ -1,33 +1,40 @@
 """The ``lagscale`` command line (typer).
 
 Sub-commands are thin: they parse and validate options, then call the library. Bad input exits
-with code 2 and one line per problem, before anything is started.
+with code 2 and one line per problem, before anything is started (:mod:`.cli_usage`).
+
+Each sub-command lives beside the code it drives and exposes ``register(app)``;
+:data:`SUB_COMMANDS` lists them in the order ``lagscale --help`` shows them, and this module
+calls each once on :data:`app`. A new sub-command: write ``register(app: typer.Typer) -> None``
+in its package's ``cli.py`` and add the module here.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 from typing import Optional
 
 import typer
 
+from .calibration import cli as calibration_cli
+from .cli_usage import fail_usage
 from .contract.errors import ConfigError
+from .experiment import cli as experiment_cli
+from .kube import cli as kube_cli
+from .load import cli as load_cli
+from .report import baseline_cli, findings_cli
+from .report import cli as report_cli
+from .scalers.persistent_lag import cli as scaler_cli
+from .tune import cli as tune_cli
+from .twin import cli as twin_cli
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Prove how a Kafka consumer group behaves when autoscaled on consumer lag.",
 )
-
-EXIT_USAGE = 2
-
-
-def fail_usage(exc: ConfigError) -> "typer.Exit":
-    """Print a ConfigError's problems to stderr and return the exit-2 exception to raise."""
-    for line in exc.problems:
-        typer.echo(f"error: {line}", err=True)
-    return typer.Exit(EXIT_USAGE)
 
 
 @app.command()
@@ -66,16 +73,29 @@ def _groups(pgids: list[int]) -> str:
     return f"{len(pgids)} process group(s): {' '.join(map(str, pgids)) or '-'}"
 
 
-# Sub-commands living next to the code they drive register themselves here.
-from .load import cli as _load_cli  # noqa: E402,F401  (registers `produce`)
-from .experiment import cli as _experiment_cli  # noqa: E402,F401  (registers `run`)
-from .report import cli as _report_cli  # noqa: E402,F401  (registers `compare`)
-from .report import findings_cli as _findings_cli  # noqa: E402,F401  (registers `report`)
-from .report import baseline_cli as _baseline_cli  # noqa: E402,F401  (registers `baseline`)
-from .twin import cli as _twin_cli  # noqa: E402,F401  (registers `simulate`)
-from .twin import tune_cli as _tune_cli  # noqa: E402,F401  (registers `tune`)
-from .scalers.persistent_lag import cli as _scaler_cli  # noqa: E402,F401  (registers `scaler serve`)
-from .kube import cli as _kube_cli  # noqa: E402,F401  (registers `kube up`)
+#: The sub-command modules, each with ``register(app)``, in ``lagscale --help``'s order (commands
+#: first, then the groups, each in this order).
+SUB_COMMANDS: tuple[ModuleType, ...] = (
+    load_cli,            # produce
+    experiment_cli,      # run
+    report_cli,          # compare
+    findings_cli,        # report
+    baseline_cli,        # baseline update, baseline regate
+    twin_cli,            # simulate
+    calibration_cli,     # twin calibrate, twin predict
+    tune_cli,            # tune
+    scaler_cli,          # scaler serve
+    kube_cli,            # kube up
+)
+
+
+def register_all(target: typer.Typer) -> None:
+    """Call ``register(target)`` of every module of :data:`SUB_COMMANDS`, in order."""
+    for module in SUB_COMMANDS:
+        module.register(target)
+
+
+register_all(app)
 
 
 def main() -> None:
@@ -124,6 +144,4 @@ def _detach_terminal() -> None:
 
 
 if __name__ == "__main__":  # ``python -m pytest_lagscale.cli`` (how a run starts its own scaler)
-    from pytest_lagscale.cli import main as _main  # the imported module: its app has the sub-commands
-
-    _main()
+    main()

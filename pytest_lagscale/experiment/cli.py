@@ -16,7 +16,6 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from ..cli import app
 from ..options import RUN_OPTIONS, RunOption, check_run_options, settings_from_options
 
 EXIT_USAGE = 2
@@ -182,5 +181,9 @@ _DRY_RUN = inspect.Parameter(
                          "expected duration) and exit 0 without starting anything."))
 _run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [_parameter(o) for o in RUN_OPTIONS] + [_DRY_RUN])
-app.command("run", short_help="Run a profile against an autoscaled consumer group and analyse "
-            "it.")(_run)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lagscale run`` to ``app``."""
+    app.command("run", short_help="Run a profile against an autoscaled consumer group and "
+                "analyse it.")(_run)

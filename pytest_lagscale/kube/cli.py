@@ -1,6 +1,6 @@
 """``lagscale kube up``: the local control plane as a cluster that outlives a run.
 
-Registers the ``kube`` command group on :data:`pytest_lagscale.cli.app`. ``up`` starts etcd,
+:func:`register` adds the ``kube`` command group to ``lagscale``. ``up`` starts etcd,
 kube-apiserver, kube-controller-manager and KEDA (operator and metrics adapter) as a run would
 (:class:`~pytest_lagscale.kube.control_plane.ControlPlane`, binaries from
 ``scripts/bootstrap --with-kube``), with the HPA timing of a ScaledObject's
@@ -21,12 +21,11 @@ from typing import Optional
 
 import typer
 
-from ..cli import EXIT_USAGE, app
+from ..cli_usage import EXIT_USAGE
 
 kube_app = typer.Typer(help="The local Kubernetes control plane (etcd, kube-apiserver, "
                             "kube-controller-manager, KEDA) built by scripts/bootstrap "
                             "--with-kube.", no_args_is_help=True)
-app.add_typer(kube_app, name="kube")
 
 DEFAULT_DIR = Path("lagscale-kube")
 
@@ -109,4 +108,9 @@ def _ready_for_runs(plane: object) -> None:
     record_versions(api, plane.versions)
 
 
-__all__ = ["DEFAULT_DIR", "up"]
+def register(app: typer.Typer) -> None:
+    """Add the ``lagscale kube`` command group (``up``) to ``app``."""
+    app.add_typer(kube_app, name="kube")
+
+
+__all__ = ["DEFAULT_DIR", "register", "up"]

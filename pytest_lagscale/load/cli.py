@@ -1,9 +1,8 @@
 """``lagscale produce``: drive a traffic profile into Kafka and report achieved vs requested rates.
 
-Registers itself on :data:`pytest_lagscale.cli.app` (``cli.py`` imports this module after
-defining ``app``). Every flag and the profile are validated before anything starts; bad input
-exits 2 with one ``error:`` line per problem. Without ``--bootstrap`` an embedded broker runs for
-the duration of the command.
+:mod:`pytest_lagscale.cli` adds it to ``lagscale`` with :func:`register`. Every flag and the
+profile are validated before anything starts; bad input exits 2 with one ``error:`` line per
+problem. Without ``--bootstrap`` an embedded broker runs for the duration of the command.
 
 Exit codes: 0 done (a producer that did not keep up is reported in the table and JSON, with a
 warning line), 1 some records were not acknowledged or the broker failed, 2 bad input,
@@ -20,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import typer
 
-from ..cli import app, fail_usage
+from ..cli_usage import fail_usage
 from ..contract.errors import BrokerError, ConfigError
 from .profiles import Profile, ProfileOverrides, load_profile
 from .schedule import Schedule
@@ -29,7 +28,6 @@ EXIT_DELIVERY_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
-@app.command()
 def produce(
     profile: Path = typer.Option(..., "--profile", metavar="NAME|PATH",
                                  help="A bundled profile's name (spike-ci, bursty-ci, spike, ...) "
@@ -212,3 +210,8 @@ def _stop_on_sigint() -> Iterator[Callable[[], bool]]:
         yield lambda: bool(pressed)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lagscale produce`` to ``app``."""
+    app.command()(produce)

@@ -1,7 +1,7 @@
 """``lagscale baseline update SAMPLE... [--out DIR]``: rewrite the committed baselines.
 
-Registers the ``baseline`` command group on :data:`pytest_lagscale.cli.app` (``cli.py`` imports
-this module after defining ``app``). A SAMPLE is a run directory, a benchmark JSON file, or a
+:mod:`pytest_lagscale.cli` adds the ``baseline`` command group to ``lagscale`` with
+:func:`register`. A SAMPLE is a run directory, a benchmark JSON file, or a
 directory of run directories (a ``lagscale-runs`` folder). The samples are grouped by run
 label; each label gets ``DIR/<label>.json`` (:func:`.baselines.derive_baseline`: the median,
 tolerances from the spread), and ``DIR/TOLERANCES.md`` is redrawn from every baseline in DIR.
@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from ..cli import app, fail_usage
+from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError
 
 DEFAULT_DIR = Path("benchmarks/baselines")
@@ -27,7 +27,6 @@ MIN_SAMPLES = 3
 
 baseline_app = typer.Typer(help="Committed baselines of the CI gate (--lagscale-baseline).",
                            no_args_is_help=True)
-app.add_typer(baseline_app, name="baseline")
 
 
 def expand_samples(paths: list[Path]) -> list[Path]:
@@ -37,19 +36,17 @@ def expand_samples(paths: list[Path]) -> list[Path]:
     Raises:
         ConfigError: a path is missing, or a folder holds no run directory; one line each.
     """
+    from .benchjson import RUN_DOCUMENT, find_run_documents
+
     files, problems = [], []
     for path in paths:
-        if path.is_file():
-            files.append(path)
-        elif (path / "benchmark.json").is_file():
-            files.append(path / "benchmark.json")
-        elif path.is_dir():
-            found = sorted(p for p in path.glob("*/benchmark.json"))
-            if not found:
-                problems.append(f"SAMPLE: {str(path)!r} holds no benchmark.json nor run "
-                                "directories; give run directories, benchmark JSON files or "
-                                "a lagscale-runs folder")
+        found = find_run_documents(path)
+        if found:
             files += found
+        elif path.is_dir():
+            problems.append(f"SAMPLE: {str(path)!r} holds no {RUN_DOCUMENT} nor run "
+                            "directories; give run directories, benchmark JSON files or "
+                            "a lagscale-runs folder")
         else:
             problems.append(f"SAMPLE: {str(path)!r} does not exist")
     if problems:
@@ -155,3 +152,8 @@ def regate_command(
     every = {p.stem: load(p) for p in files}
     (folder / TOLERANCES_FILE).write_text(render_tolerances(every))
     typer.echo(f"wrote {len(files)} baseline(s) and {folder / TOLERANCES_FILE}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``lagscale baseline`` command group (``update``, ``regate``) to ``app``."""
+    app.add_typer(baseline_app, name="baseline")

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import __version__
 from ..contract.errors import ConfigError
+from ..contract.rundir import RunDir
 
 SCHEMA_VERSION = 1
 DIRECTIONS = ("lower_is_better", "higher_is_better")
@@ -279,3 +280,59 @@ def load(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: top level is {type(doc).__name__}, not an object; "
                           "pass a file written by write_document")
     return upgrade(doc, str(path))
+
+
+#: The file name of a run directory's benchmark document (:attr:`RunDir.benchmark_json`).
+RUN_DOCUMENT = RunDir.benchmark_json.name
+
+
+def run_document_path(path: str | Path) -> Path:
+    """The benchmark document ``path`` names: a run directory's ``benchmark.json``, else
+    ``path`` itself (a benchmark JSON file, or a path that does not exist)."""
+    path = Path(path)
+    return RunDir(path).benchmark_json if path.is_dir() else path
+
+
+def find_run_documents(path: str | Path) -> list[Path]:
+    """The benchmark documents under ``path``: ``path`` itself when it is a file, a run
+    directory's ``benchmark.json``, or else the ``benchmark.json`` of every run directory
+    directly inside the folder ``path`` (a ``lagscale-runs`` parent), sorted by path; ``[]``
+    when there is none or ``path`` does not exist."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if RunDir(path).benchmark_json.is_file():
+        return [RunDir(path).benchmark_json]
+    return sorted(path.glob(f"*/{RUN_DOCUMENT}")) if path.is_dir() else []
+
+
+def read_run_document(path: str | Path, name: str | None = None) -> dict[str, Any]:
+    """The benchmark document of a run: ``path`` is its run directory or a benchmark JSON file;
+    read with :func:`load` (any known schema version, upgraded to the current one).
+
+    Every command that takes a run reads it here (``lagscale compare``, ``report``,
+    ``baseline``, ``twin calibrate``, ``twin predict``, ``--lagscale-report``).
+
+    Args:
+        path: a run directory or a benchmark JSON file.
+        name: what the caller calls the path (an argument such as ``BASELINE``); it starts
+            every problem line. Default: the lines start with the path.
+
+    Returns:
+        The document, a dict of the current :data:`SCHEMA_VERSION`.
+
+    Raises:
+        ConfigError: the path does not exist, a directory has no ``benchmark.json``, or the
+            file is unreadable, not JSON or not a benchmark document; each line names the path.
+    """
+    path = Path(path)
+    file = run_document_path(path)
+    prefix = f"{name}: " if name else ""
+    if not file.is_file():
+        what = f"has no {RUN_DOCUMENT}" if path.is_dir() else "does not exist"
+        raise ConfigError(f"{prefix}{str(path)!r} {what}; give a benchmark JSON file or a run "
+                          "directory")
+    try:
+        return load(file)
+    except ConfigError as exc:
+        raise ConfigError([f"{prefix}{line}" for line in exc.problems]) from exc

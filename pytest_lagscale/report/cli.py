@@ -1,7 +1,7 @@
 """``lagscale compare BASELINE CURRENT``: the CI gate on two benchmark JSON files.
 
-Registers itself on :data:`pytest_lagscale.cli.app` (``cli.py`` imports this module after
-defining ``app``). Either argument may be a run directory holding ``benchmark.json``.
+:mod:`pytest_lagscale.cli` adds it to ``lagscale`` with :func:`register`. Either argument may
+be a run directory holding ``benchmark.json`` (:func:`.benchjson.read_run_document`).
 
 Exit codes: 0 no metric regressed, 1 at least one regressed past its tolerance (the table and
 one line per regression are printed), 2 bad input (a missing file, not JSON, not a benchmark
@@ -12,41 +12,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from ..cli import EXIT_USAGE, app
+from ..cli_usage import EXIT_USAGE
 from ..contract.errors import ConfigError
 
 EXIT_REGRESSION = 1
 WIDE = 120
 
 
-def load_argument(name: str, path: Path) -> dict[str, Any]:
-    """Load the benchmark document an argument names (a file, or a run directory).
-
-    Raises:
-        ConfigError: the path is missing, unreadable, or not a benchmark document; the message
-            starts with ``name``.
-    """
-    from . import benchjson
-
-    file = path / "benchmark.json" if path.is_dir() else path
-    if not file.is_file():
-        what = "has no benchmark.json" if path.is_dir() else "does not exist"
-        raise ConfigError(f"{name}: {str(path)!r} {what}; give a benchmark JSON file or a run "
-                          "directory")
-    try:
-        return benchjson.load(file)
-    except OSError as exc:
-        raise ConfigError(f"{name}: {str(file)!r} cannot be read ({exc.strerror}); check its "
-                          "permissions") from exc
-    except ConfigError as exc:
-        raise ConfigError([f"{name}: {line}" for line in exc.problems]) from exc
-
-
-@app.command()
 def compare(
     baseline: Path = typer.Argument(..., metavar="BASELINE",
                                     help="Baseline benchmark JSON (or a run directory)"),
@@ -57,13 +32,14 @@ def compare(
     """Compare a run with a baseline metric by metric; exit 1 on a regression."""
     from rich.console import Console
 
+    from .benchjson import read_run_document
     from .compare import compare_documents, render_comparison
 
     problems: list[str] = []
     docs = []
     for name, path in (("BASELINE", baseline), ("CURRENT", current)):
         try:
-            docs.append(load_argument(name, path))
+            docs.append(read_run_document(path, name))
         except ConfigError as exc:
             problems += exc.problems
     if problems:
@@ -87,3 +63,8 @@ def compare(
             console.print(f"  {row.reason}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_REGRESSION)
     console.print("[green]no regression against the baseline[/]")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lagscale compare`` to ``app``."""
+    app.command()(compare)

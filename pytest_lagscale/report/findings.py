@@ -175,13 +175,13 @@ class Section:
 @dataclass(frozen=True)
 class Findings:
     """The report: recommendations, then sections 1..10, over ``runs``; ``simulated`` is the
-    twin's full-scale predictions and tune cross-check (:mod:`.simulated`), None when not
-    asked for."""
+    twin's full-scale predictions and tune cross-check
+    (:class:`pytest_lagscale.tune.simulated.Simulated`), None when not asked for."""
 
     runs: list[RunDoc]
     recommendations: list[Recommendation]
     sections: list[Section]
-    simulated: Any = None  # a .simulated.Simulated when the twin's section was asked for
+    simulated: Any = None  # a tune.simulated.Simulated when the twin's section was asked for
 
     @property
     def unplaced(self) -> list[RunDoc]:
@@ -197,16 +197,16 @@ def load_runs(paths: Iterable[str | Path]) -> list[RunDoc]:
         ConfigError: every bad path at once, one line each: missing, unreadable, or not a
             benchmark document.
     """
-    from .cli import load_argument
+    from .benchjson import read_run_document, run_document_path
 
     runs, problems = [], []
     for path in map(Path, paths):
         try:
-            doc = load_argument(str(path), path)
+            doc = read_run_document(path, str(path))
         except ConfigError as exc:
             problems += exc.problems
             continue
-        runs.append(RunDoc(path / "benchmark.json" if path.is_dir() else path, doc))
+        runs.append(RunDoc(run_document_path(path), doc))
     if problems:
         raise ConfigError(problems)
     return runs

@@ -1,10 +1,10 @@
 """``lagscale report RUN_DIR_OR_BENCHMARK_JSON... [--out DIR]``: the findings report.
 
-Registers itself on :data:`pytest_lagscale.cli.app` (``cli.py`` imports this module after
-defining ``app``). Writes ``findings.html`` (self-contained) and ``findings.md`` (with its
-``img/`` pictures) into ``--out``; see :mod:`.findings` and docs/findings.md. With
-``--full-scale-draws N`` (default 3; 0: off) the report ends with the twin's "full scale
-(simulated)" section (:mod:`.simulated`).
+:mod:`pytest_lagscale.cli` adds it to ``lagscale`` with :func:`register`. Writes
+``findings.html`` (self-contained) and ``findings.md`` (with its ``img/`` pictures) into
+``--out``; see :mod:`.findings` and docs/findings.md. With ``--full-scale-draws N`` (default 3;
+0: off) the report ends with the twin's "full scale (simulated)" section
+(:mod:`pytest_lagscale.tune.simulated`).
 
 Exit codes: 0 written, 2 bad input (a missing path, not a benchmark document, ``--out`` a
 file, ``--full-scale-draws`` outside 0..100) with one ``error:`` line per problem, nothing
@@ -17,13 +17,12 @@ from pathlib import Path
 
 import typer
 
-from ..cli import app, fail_usage
+from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError
 
 DEFAULT_OUT = Path("lagscale-findings")
 
 
-@app.command("report")
 def report(
     paths: list[Path] = typer.Argument(..., metavar="RUN_DIR_OR_BENCHMARK_JSON...",
                                        help="Run directories or benchmark JSON files of the "
@@ -58,9 +57,14 @@ def report(
     if full_scale_draws:
         from dataclasses import replace
 
-        from .simulated import simulate_findings
+        from ..tune.simulated import simulate_findings
         findings = replace(findings, simulated=simulate_findings(runs, full_scale_draws))
     html, markdown = write_findings(findings, out)
     ran = sum(1 for section in findings.sections if section.ran)
     typer.echo(f"{len(runs)} run(s), {ran} of {len(findings.sections)} experiments: "
                f"wrote {html} and {markdown}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lagscale report`` to ``app``."""
+    app.command("report")(report)

@@ -56,9 +56,10 @@ def _fmt(value: Any, digits: int = 0) -> str:
 
 
 def simulated_view(sim: Any) -> dict[str, Any] | None:
-    """The "full scale (simulated)" section as text for both templates: ``intro``,
-    ``header`` and ``rows`` (strings) of the full-scale table, ``skipped`` lines, and the tune
-    cross-check's ``tune_header``, ``tune_rows`` and ``tune_sentence``; None without a
+    """The "full scale (simulated)" section (``sim``: a
+    :class:`pytest_lagscale.tune.simulated.Simulated`, or None) as text for both templates:
+    ``intro``, ``header`` and ``rows`` (strings) of the full-scale table, ``skipped`` lines, and
+    the tune cross-check's ``tune_header``, ``tune_rows`` and ``tune_sentence``; None without a
     section."""
     if sim is None:
         return None

@@ -1,11 +1,11 @@
 """``lagscale simulate``: a twin run with the outputs of ``lagscale run`` plus the distribution
 over draws.
 
-Registers itself on :data:`pytest_lagscale.cli.app` (``cli.py`` imports this module after
-defining ``app``). Prints the measurement table of the median draw and the median, 5 % and 95 %
-of reaction time, peak lag, drain time, replica-seconds and scale steps over the draws, then
-writes the median draw's run directory (``benchmark.json`` with ``run.platform = "twin"``,
-``timeline.png``, ``summary.md``) under ``--out``.
+:mod:`pytest_lagscale.cli` adds it to ``lagscale`` with :func:`register`. Prints the
+measurement table of the median draw and the median, 5 % and 95 % of reaction time, peak lag,
+drain time, replica-seconds and scale steps over the draws, then writes the median draw's run
+directory (``benchmark.json`` with ``run.platform = "twin"``, ``timeline.png``, ``summary.md``)
+under ``--out``.
 
 Exit codes: 0 written; 2 bad input, one ``error:`` line per problem (option, value, allowed
 range), nothing written.
@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from ..cli import app, fail_usage
+from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError
 
 DEFAULT_OUT = Path("lagscale-runs")
@@ -66,7 +66,6 @@ def distribution_table(draws: object) -> object:
     return table
 
 
-@app.command("simulate")
 def simulate_command(
     profile: str = typer.Option(..., "--profile", metavar="NAME|PATH",
                                 help="Traffic profile: a bundled name or a YAML path"),
@@ -132,6 +131,9 @@ def _plan(settings: object, problems: list[str]) -> tuple[object, object]:
     return plan, params
 
 
-__all__ = ["check_simulate_options", "distribution_table", "simulate_command"]
+def register(app: typer.Typer) -> None:
+    """Add ``lagscale simulate`` to ``app``."""
+    app.command("simulate")(simulate_command)
 
-from . import calibrate_cli as _calibrate_cli  # noqa: E402,F401  (registers `twin calibrate`)
+
+__all__ = ["check_simulate_options", "distribution_table", "register", "simulate_command"]

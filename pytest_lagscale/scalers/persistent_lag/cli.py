@@ -1,9 +1,9 @@
 """``lagscale scaler serve``: the persistent-lag scaler as a KEDA external scaler (gRPC).
 
-Registers the ``scaler`` command group on :data:`pytest_lagscale.cli.app` (``cli.py`` imports
-this module after defining ``app``). ``serve`` prints ``listening on HOST:PORT`` (flushed, the
-port is the real one when ``--port 0``), serves until SIGTERM or SIGINT, then stops sampling,
-ends open streams and exits 0.
+:mod:`pytest_lagscale.cli` adds the ``scaler`` command group to ``lagscale`` with
+:func:`register`. ``serve`` prints ``listening on HOST:PORT`` (flushed, the port is the real one
+when ``--port 0``), serves until SIGTERM or SIGINT, then stops sampling, ends open streams and
+exits 0.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from typing import Any
 
 import typer
 
-from ...cli import EXIT_USAGE, app
+from ...cli_usage import EXIT_USAGE
 from .server import LISTENING
 
 scaler_app = typer.Typer(help="The persistent-lag external scaler (KEDA's external scaler gRPC protocol).",
                          no_args_is_help=True)
-app.add_typer(scaler_app, name="scaler")
 
 
 @scaler_app.command("serve")
@@ -69,3 +68,8 @@ def serve(
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     typer.echo(f"stopped ({stopping[0]})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``lagscale scaler`` command group (``serve``) to ``app``."""
+    app.add_typer(scaler_app, name="scaler")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_lagscale.config.bundled import manifest_names
-from pytest_lagscale.report.simulated import full_counterpart
+from pytest_lagscale.tune.simulated import full_counterpart
 
 from .conftest import settings
 

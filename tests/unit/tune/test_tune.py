@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 from pytest_lagscale.config.policy import parse_policy_manifest
-from pytest_lagscale.twin.slo import Slo
-from pytest_lagscale.twin.tune import (Point, TuneResult, best_point, evaluate, pareto_front,
-                                       plan_with_policy, tune)
-from pytest_lagscale.twin.tune_setup import TuneOptions, prepare
+from pytest_lagscale.tune.prepare import TuneOptions, prepare
+from pytest_lagscale.tune.search import (Point, TuneResult, best_point, evaluate, pareto_front,
+                                         plan_with_policy, tune)
+from pytest_lagscale.tune.slo import Slo
 
 from .conftest import settings
 
@@ -52,7 +52,7 @@ def test_best_is_the_cheapest_feasible_point_ties_by_drain_then_lag_then_index()
 
 def test_plan_with_policy_derives_the_policy_fields_and_keeps_the_reference(spike_plan,
                                                                              request_2x1) -> None:
-    from pytest_lagscale.twin.space import apply_point
+    from pytest_lagscale.tune.space import apply_point
 
     doc = apply_point(request_2x1.doc, {"lagThreshold": 5000, "minReplicaCount": 2,
                                         "maxReplicaCount": 6})
@@ -96,7 +96,7 @@ def test_tune_evaluates_the_grid_and_picks_the_best(request_2x1) -> None:
 
 
 def test_nearest_miss_is_the_point_missing_least() -> None:
-    from pytest_lagscale.twin.tune import TuneRequest
+    from pytest_lagscale.tune.search import TuneRequest
 
     request = TuneRequest(plan=None, doc={}, axes=(), slos=(Slo("drain_time_s", "<=", 60.0),),
                           params=None, draws=1)

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..contract.errors import ConfigError
+from ..contract.rundir import RunDir
+from ..report.benchjson import read_run_document
 
 #: Events whose first occurrence per replica is kept (replica event name -> lifecycle key).
 LIFECYCLE_EVENTS = ("replica_started", "engine_ready", "subscribed", "joined", "assigned",
@@ -109,23 +111,6 @@ def run_settings(benchmark: dict[str, Any]) -> Any:
         graceful=bool(run.get("graceful_drain", True)))
 
 
-def read_benchmark(path: Path) -> dict[str, Any]:
-    """A ``benchmark.json`` as a dict.
-
-    Raises:
-        ConfigError: missing, unreadable or not a JSON object.
-    """
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"'{path}': got {type(exc).__name__}: {exc}, expected a readable "
-                          "benchmark.json; give a run directory of lagscale run") from exc
-    if not isinstance(doc, dict):
-        raise ConfigError(f"'{path}': got {type(doc).__name__}, expected a JSON object; give "
-                          "a run directory of lagscale run")
-    return doc
-
-
 def _lifecycles(events_path: Path) -> tuple[dict[str, dict[str, float]], float,
                                             tuple[float, ...]]:
     """Lifecycles, ``load_start`` and handovers (see :class:`RunFacts`) of an event log."""
@@ -181,18 +166,19 @@ def read_run(run_dir: str | Path, *, with_store: bool = True) -> RunFacts:
     if not path.is_dir():
         raise ConfigError(f"RUN_DIR: got {str(path)!r}, expected a run directory of lagscale "
                           "run (benchmark.json, events.jsonl, store/); check the path")
-    bench = read_benchmark(path / "benchmark.json")
-    if not (path / "events.jsonl").is_file():
+    run = RunDir(path)
+    bench = read_run_document(path)
+    if not run.events_jsonl.is_file():
         raise ConfigError(f"RUN_DIR: {str(path)!r} has no events.jsonl, expected the merged "
                           "event log of lagscale run; give a complete run directory")
     try:
-        lives, load_start, handovers = _lifecycles(path / "events.jsonl")
+        lives, load_start, handovers = _lifecycles(run.events_jsonl)
     except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"'{path / 'events.jsonl'}': got {type(exc).__name__}: {exc}, "
+        raise ConfigError(f"'{run.events_jsonl}': got {type(exc).__name__}: {exc}, "
                           "expected one JSON event per line with wall_ns; give an intact "
                           "event log") from exc
     inputs = bench.get("inputs") or {}
-    batches = read_batches(path / "store") if with_store else read_batches(path / "-")
+    batches = read_batches(run.store) if with_store else read_batches(path / "-")
     return RunFacts(name=path.name, path=path, benchmark=bench,
                     engine=str(inputs.get("engine") or ""),
                     balancer=str(inputs.get("balancer") or ""), lifecycles=lives,
@@ -200,5 +186,4 @@ def read_run(run_dir: str | Path, *, with_store: bool = True) -> RunFacts:
                     broker=dict(inputs.get("broker") or {}), handovers_s=handovers)
 
 
-__all__ = ["LIFECYCLE_EVENTS", "RunFacts", "read_batches", "read_benchmark", "read_run",
-           "run_settings"]
+__all__ = ["LIFECYCLE_EVENTS", "RunFacts", "read_batches", "read_run", "run_settings"]

@@ -11,8 +11,8 @@ from pytest_lagscale.config._read import load_yaml
 from pytest_lagscale.config.bundled import resolve_manifest
 from pytest_lagscale.config.policy import parse_policy_manifest
 from pytest_lagscale.contract.errors import ConfigError
-from pytest_lagscale.twin.space import (Axis, apply_point, grid, linear_values, log_values,
-                                        parse_axis, parse_space, point_problems)
+from pytest_lagscale.tune.space import (Axis, apply_point, grid, linear_values, log_values,
+                                         parse_axis, parse_space, point_problems)
 
 SOURCE = str(resolve_manifest("scaledobject-ci", "--policy"))
 

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from pytest_lagscale.config.policy import load_policy_manifest
-from pytest_lagscale.twin.tune import tune
-from pytest_lagscale.twin.tune_output import (add_confirmation, confirm, confirm_plan,
-                                              tune_document, write_outputs)
-from pytest_lagscale.twin.tune_setup import TuneOptions, prepare
+from pytest_lagscale.tune.output import (add_confirmation, confirm, confirm_plan,
+                                         tune_document, write_outputs)
+from pytest_lagscale.tune.prepare import TuneOptions, prepare
+from pytest_lagscale.tune.search import tune
 
 
 class FakeRun:

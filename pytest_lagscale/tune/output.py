@@ -25,7 +25,7 @@ import yaml
 
 from .. import __version__
 from .space import apply_point, describe
-from .tune import Point, TuneResult
+from .search import Point, TuneResult
 
 SCHEMA_VERSION = 1
 #: Metrics compared by ``--confirm`` besides the SLOs'.
@@ -142,7 +142,7 @@ def confirm_plan(result: TuneResult, manifest: Path, out_dir: Path) -> Any:
 
 
 def confirm(result: TuneResult, manifest: Path, out_dir: Path,
-            runner: Callable[[Any], Any] | None = None) -> Confirmation:
+            runner: Callable[[Any], Any]) -> Confirmation:
     """Run the best policy once for real (``lagscale run``'s path: ``plan_run`` then
     ``run_plan`` with its progress line and summary) and compare with the twin.
 
@@ -150,15 +150,16 @@ def confirm(result: TuneResult, manifest: Path, out_dir: Path,
         result: a search with a best point.
         manifest: the tuned manifest written by :func:`write_outputs`.
         out_dir: parent of the real run's directory.
-        runner: ``runner(plan) -> RunResult``; default ``experiment.cli._run_one`` on a rich
-            console (tests inject a fake: the real one starts a broker and replicas).
+        runner: ``runner(plan) -> RunResult``: ``lagscale tune --confirm`` passes ``lagscale
+            run``'s own (live progress line, summary table; :mod:`.cli`); tests inject a fake
+            (the real one starts a broker and replicas).
 
     Raises:
         ConfigError: as :func:`confirm_plan`. LagscaleError: the real run failed.
     """
     assert result.best is not None, "confirm needs a feasible point"
     plan = confirm_plan(result, manifest, out_dir)
-    run = (runner or _run_one)(plan)
+    run = runner(plan)
     measured = run.metrics
     best = result.best
     names = tuple(dict.fromkeys([*CONFIRM_METRICS, *(s.metric for s in result.request.slos)]))
@@ -169,15 +170,6 @@ def confirm(result: TuneResult, manifest: Path, out_dir: Path,
         met = run.check(slo.text(), value, slo.threshold, slo.met(value))
         slos.append((slo.text(), value, bool(met)))
     return Confirmation(run, rows, tuple(slos))
-
-
-def _run_one(plan: Any) -> Any:
-    """``lagscale run``'s own runner (live progress line, summary table)."""
-    from rich.console import Console
-
-    from ..experiment.cli import _run_one as run_one
-
-    return run_one(plan, Console())
 
 
 def add_confirmation(files: TuneFiles, confirmation: Confirmation) -> None:

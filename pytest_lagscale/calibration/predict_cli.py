@@ -1,7 +1,6 @@
 """``lagscale twin predict``: predict real runs with the committed calibration and compare.
 
-Registers ``predict`` on the ``twin`` command group (``twin/calibrate_cli.py`` imports this
-module)::
+:func:`register` adds ``predict`` to the ``twin`` command group (:mod:`.cli`)::
 
     lagscale twin predict RUN_DIR... [--draws 30] [--seed 0] [--given-cold-starts]
 
@@ -25,9 +24,8 @@ from typing import Any, List
 
 import typer
 
-from ..cli import fail_usage
+from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError
-from .calibrate_cli import twin_app
 
 
 def _fmt(value: float | None, name: str) -> str:
@@ -81,7 +79,6 @@ def render(fidelity: Any) -> list[Any]:
     return [figures, spans]
 
 
-@twin_app.command("predict")
 def predict_command(
     runs: List[Path] = typer.Argument(..., metavar="RUN_DIR...",
                                       help="Run directories (or their benchmark.json)"),
@@ -123,4 +120,9 @@ def predict_command(
     console.print(f"{len(results)} run(s) predicted within the twin's stated band")
 
 
-__all__ = ["outside_stated_band", "predict_command", "render"]
+def register(twin_app: typer.Typer) -> None:
+    """Add ``predict`` to the ``lagscale twin`` command group ``twin_app``."""
+    twin_app.command("predict")(predict_command)
+
+
+__all__ = ["outside_stated_band", "predict_command", "register", "render"]

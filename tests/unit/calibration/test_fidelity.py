@@ -1,4 +1,4 @@
-"""twin/fidelity.py: the KS statistic, the event spans, the figure checks, the targets, and a
+"""calibration/fidelity.py: the KS statistic, the event spans, the figure checks, the targets, and a
 committed golden run predicted end to end."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_lagscale.contract.errors import ConfigError
-from pytest_lagscale.twin.fidelity import (
+from pytest_lagscale.calibration.fidelity import (
     SPANS,
     Fidelity,
     FigureCheck,
@@ -138,7 +138,8 @@ def test_bad_runs_are_config_errors(tmp_path: Path) -> None:
         predict_run(tmp_path, draws=1)
     with pytest.raises(ConfigError, match="draws"):
         predict_run(_golden("spike-ci"), draws=0)
-    (tmp_path / "benchmark.json").write_text(json.dumps({"inputs": {}}))
+    no_inputs = {**json.loads(_golden("spike-ci").read_text()), "inputs": {}}
+    (tmp_path / "benchmark.json").write_text(json.dumps(no_inputs))
     with pytest.raises(ConfigError, match="inputs.profile"):
         predict_run(tmp_path, draws=1)
 
@@ -179,14 +180,14 @@ def test_a_prediction_given_the_runs_cold_starts_scales_the_start_up_time(tmp_pa
 ])
 def test_spread_error_is_to_the_nearest_real_run(name, median, measured, spread,
                                                  expected) -> None:
-    from pytest_lagscale.twin.fidelity import spread_error
+    from pytest_lagscale.calibration.fidelity import spread_error
 
     got = spread_error(name, median, measured, spread)
     assert got == (None if expected is None else pytest.approx(expected, abs=1e-3))
 
 
 def test_beyond_band_forgives_only_what_the_labels_real_runs_span() -> None:
-    from pytest_lagscale.twin.fidelity import Fidelity, FigureCheck, beyond_band
+    from pytest_lagscale.calibration.fidelity import Fidelity, FigureCheck, beyond_band
 
     def run(label: str, measured: float, median: float) -> Fidelity:
         fig = FigureCheck("peak_lag_records", measured, median, None, None,
@@ -207,7 +208,7 @@ def test_beyond_band_forgives_only_what_the_labels_real_runs_span() -> None:
 
 
 def test_beyond_band_names_a_miss_that_a_draw_reproduced_apart_from_a_broken_twin() -> None:
-    from pytest_lagscale.twin.fidelity import Fidelity, FigureCheck, beyond_band
+    from pytest_lagscale.calibration.fidelity import Fidelity, FigureCheck, beyond_band
 
     # The reaction draws of the clean-clone CI's spike-ci-lt5000 run given its cold starts:
     # modes at ~13.8 s (19 draws) and ~20 s (10), one at 26.1 s; the run measured 21.05 s.

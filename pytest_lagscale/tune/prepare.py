@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..contract.errors import ConfigError
-from .tune import DEFAULT_BUDGET, MAX_DRAWS, TuneRequest
+from .search import DEFAULT_BUDGET, MAX_DRAWS, TuneRequest
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class TuneOptions:
 
 def check_numbers(options: TuneOptions) -> list[str]:
     """Problem lines for ``--draws``, ``--seed``, ``--budget`` and ``--engine``."""
-    from .params import ENGINES
+    from ..twin.params import ENGINES
 
     problems = []
     if not 1 <= options.draws <= MAX_DRAWS:
@@ -78,7 +78,7 @@ def _plan(options: TuneOptions) -> tuple[Any, Any, Any]:
     """The input run's plan, twin parameters and policy manifest as loaded (a ConfigError
     carries every problem of the settings, files and twin refusals)."""
     from ..config import _read
-    from .run import params_for, plan_of
+    from ..twin.run import params_for, plan_of
 
     plan = plan_of(options.settings())
     if plan.policy_config.kind != "ScaledObject":
@@ -123,7 +123,7 @@ def _known_engine(options: TuneOptions) -> TuneOptions:
     """``options`` without an engine the twin has no calibration for (reported already)."""
     from dataclasses import replace
 
-    from .params import ENGINES
+    from ..twin.params import ENGINES
 
     return options if options.engine in (None, *ENGINES) else replace(options, engine=None)
 

@@ -1,16 +1,15 @@
 """``lagscale twin calibrate``: write the twin's calibration from real runs.
 
-Registers the ``twin`` command group on :data:`pytest_lagscale.cli.app` (``twin/cli.py`` imports
-this module)::
+:mod:`pytest_lagscale.cli` adds the ``twin`` command group to ``lagscale`` with
+:func:`register`: ``calibrate`` (here) and ``predict`` (:mod:`.predict_cli`)::
 
     lagscale twin calibrate RUN_DIR... [--engine spark|arrow] [--out PATH]
-
-(and ``twin predict``, :mod:`.predict_cli`, which it imports at the end).
 
 Each RUN_DIR is a run directory of ``lagscale run`` (``benchmark.json``, ``events.jsonl``,
 ``store/``) or a directory of them. The runs of ``--engine`` are read, the parameters extracted
 (:mod:`.calibrate`), checked with the reader of the bundled files
-(:func:`.params.parse_calibration`) and written as YAML to ``--out`` (stdout when not given).
+(:func:`pytest_lagscale.twin.params.parse_calibration`) and written as YAML to ``--out``
+(stdout when not given).
 
 Exit codes: 0 written; 2 bad input, one ``error:`` line per problem, nothing written.
 """
@@ -22,11 +21,9 @@ from typing import List, Optional
 
 import typer
 
-from ..cli import app, fail_usage
+from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError
-
-twin_app = typer.Typer(help="The twin's calibration from real runs.", no_args_is_help=True)
-app.add_typer(twin_app, name="twin")
+from . import predict_cli
 
 
 def calibration_text(paths: List[str], engine: str) -> str:
@@ -40,7 +37,7 @@ def calibration_text(paths: List[str], engine: str) -> str:
 
     from .calibrate import calibrate, render, run_dirs
     from .facts import read_run
-    from .params import ENGINES, parse_calibration
+    from ..twin.params import ENGINES, parse_calibration
 
     problems, runs, dirs = [], [], []
     if engine not in ENGINES:
@@ -62,7 +59,6 @@ def calibration_text(paths: List[str], engine: str) -> str:
     return text
 
 
-@twin_app.command("calibrate")
 def calibrate_command(
     run_dirs: List[str] = typer.Argument(..., metavar="RUN_DIR...",
                                          help="Run directories of lagscale run, or directories "
@@ -91,6 +87,12 @@ def calibrate_command(
         typer.echo(f"calibration: {out}")
 
 
-from . import predict_cli as _predict_cli  # noqa: E402,F401  (registers `twin predict`)
+def register(app: typer.Typer) -> None:
+    """Add the ``lagscale twin`` command group (``calibrate``, ``predict``) to ``app``."""
+    twin_app = typer.Typer(help="The twin's calibration from real runs.", no_args_is_help=True)
+    twin_app.command("calibrate")(calibrate_command)
+    predict_cli.register(twin_app)
+    app.add_typer(twin_app, name="twin")
 
-__all__ = ["calibrate_command", "calibration_text", "twin_app"]
+
+__all__ = ["calibrate_command", "calibration_text", "register"]

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from pytest_lagscale.contract.errors import ConfigError
-from pytest_lagscale.twin.slo import Slo, parse_slo, parse_slos
+from pytest_lagscale.tune.slo import Slo, parse_slo, parse_slos
 
 
 @pytest.mark.parametrize(("text", "slo"), [

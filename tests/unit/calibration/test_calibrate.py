@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from pytest_lagscale.cli import app
 from pytest_lagscale.contract.errors import ConfigError
-from pytest_lagscale.twin.calibrate import (
+from pytest_lagscale.calibration.calibrate import (
     calibrate,
     engine_samples,
     fit_cold_start,
@@ -23,7 +23,7 @@ from pytest_lagscale.twin.calibrate import (
     render,
     run_dirs,
 )
-from pytest_lagscale.twin.facts import read_run, run_settings
+from pytest_lagscale.calibration.facts import read_run, run_settings
 from pytest_lagscale.twin.params import parse_calibration
 
 T0 = 1_800_000_000.0  # wall-clock seconds of the synthetic run's start
@@ -70,10 +70,14 @@ def _batches(store: Path) -> None:
 
 
 def make_run(root: Path, name: str = "20261123T000000Z-spike-ci", **bench) -> Path:
-    """A synthetic run directory of the ci spike (spark, cooperative-sticky, 2 cores)."""
+    """A synthetic run directory of the ci spike (spark, cooperative-sticky, 2 cores); its
+    benchmark.json is a schema 1 document (the one loader checks it)."""
     run = root / name
     run.mkdir(parents=True)
-    doc = {"inputs": {"profile": "spike-ci", "policy": "scaledobject-ci", "scale": "ci",
+    doc = {"schema_version": 1, "datetime": "2026-11-23T00:00:00+00:00",
+           "commit_info": {"id": "0" * 40, "dirty": False}, "metrics": {}, "assertions": [],
+           "artifacts": {},
+           "inputs": {"profile": "spike-ci", "policy": "scaledobject-ci", "scale": "ci",
                       "engine": "spark", "balancer": "cooperative-sticky", "partitions": 8,
                       "trigger_interval_s": 1.0,
                       "broker": {"group.consumer.heartbeat.interval.ms": "1000"}},

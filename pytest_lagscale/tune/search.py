@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..contract.errors import ConfigError
-from .run import HEADLINE
+from ..twin.run import HEADLINE
 from .slo import Slo
 from .space import Axis, apply_point, grid
 
@@ -170,7 +170,7 @@ def evaluate(request: TuneRequest, index: int, values: Mapping[str, int]) -> Poi
         ConfigError: the twin refuses the point's run (as :func:`.run.plan_of`).
     """
     from ..config.policy import parse_policy_manifest
-    from .run import simulate_draws
+    from ..twin.run import simulate_draws
 
     source = request.plan.policy_config.source
     try:

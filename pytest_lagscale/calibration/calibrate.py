@@ -49,7 +49,7 @@ import numpy as np
 
 from ..contract.errors import ConfigError
 from .facts import RunFacts, run_settings
-from .params import SCHEMA_VERSION
+from ..twin.params import SCHEMA_VERSION
 
 #: Grid of the cold-start fit: cores and member_load.
 CORES_GRID = np.round(np.arange(0.5, 4.0001, 0.02), 3)
@@ -295,16 +295,16 @@ def run_dirs(paths: Sequence[str | Path]) -> list[Path]:
     Raises:
         ConfigError: a path that is neither (one line per path).
     """
+    from ..report.benchjson import RUN_DOCUMENT, find_run_documents
+
     out, problems = [], []
     for raw in paths:
-        path = Path(raw)
-        if (path / "benchmark.json").is_file():
-            out.append(path)
-        elif path.is_dir() and (subs := sorted(p.parent for p in path.glob("*/benchmark.json"))):
-            out.extend(subs)
+        found = find_run_documents(raw) if Path(raw).is_dir() else []
+        if found:
+            out.extend(document.parent for document in found)
         else:
             problems.append(f"RUN_DIR: got {str(raw)!r}, expected a run directory of lagscale "
-                            "run (with benchmark.json) or a directory of them; check the path")
+                            f"run (with {RUN_DOCUMENT}) or a directory of them; check the path")
     if problems:
         raise ConfigError(problems)
     return out

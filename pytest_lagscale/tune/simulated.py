@@ -1,26 +1,29 @@
 """The findings report's simulated part: the twin's full-scale predictions next to the ci-scale
-measurements, and experiment 8's recommendation cross-checked by ``lagscale tune``.
+measurements, and experiment 8's recommendation cross-checked by ``lagscale tune`` (``lagscale
+report --full-scale-draws``; rendered by :mod:`pytest_lagscale.report.findings_render`).
 
-:func:`simulate_findings` takes the runs of a report (:class:`.findings.RunDoc`) and:
+:func:`simulate_findings` takes the runs of a report
+(:class:`~pytest_lagscale.report.findings.RunDoc`) and:
 
-* **full scale**: for every distinct ci run the twin models (:func:`..twin.fidelity.plan_for`:
-  no CPU policy, no scheduled action, no static membership, no SIGKILL scale-down), the same
-  run at ``--scale full`` (the lab's sizes: P = 24, 3k/s with a 10x spike for 15 minutes) with
-  the bundled full-scale counterparts of its profile and policy (``spike-ci`` -> ``spike``,
-  ``scaledobject-flap-ci`` -> ``scaledobject-flap``). A lagThreshold override keeps its ratio
-  to the committed threshold (experiment 8's 0.1x/10x at ci become 0.1x/10x of the full
-  ScaledObject's). Draws: ``draws``; the row holds the ci run's measured headline figures and
-  the full-scale median, 5 % and 95 % per figure. A run without a full-scale counterpart or
-  with an unmodelled input is listed with the reason.
+* **full scale**: for every distinct ci run the twin models
+  (:func:`~pytest_lagscale.calibration.fidelity.plan_for`: no CPU policy, no scheduled action, no
+  static membership, no SIGKILL scale-down), the same run at ``--scale full`` (the lab's sizes: P =
+  24, 3k/s with a 10x spike for 15 minutes) with the bundled full-scale counterparts of its profile
+  and policy (``spike-ci`` -> ``spike``, ``scaledobject-flap-ci`` -> ``scaledobject-flap``). A
+  lagThreshold override keeps its ratio to the committed threshold (experiment 8's 0.1x/10x at ci
+  become 0.1x/10x of the full ScaledObject's). Draws: ``draws``; the row holds the ci run's measured
+  headline figures and the full-scale median, 5 % and 95 % per figure. A run without a full-scale
+  counterpart or with an unmodelled input is listed with the reason.
 * **tune cross-check** (experiment 8): when a run recorded the sweep (``experiment.sweep``),
-  ``lagscale tune``'s search (:func:`..twin.tune.tune`) over the swept lagThresholds and over a
+  ``lagscale tune``'s search (:func:`.search.tune`) over the swept lagThresholds and over a
   9-value log grid between them, with the sweep's drain SLO held at the draws' 95th percentile,
   on the sweep's profile and ScaledObject: the largest swept value the twin says meets the SLO
   and tune's best (least replica-seconds meeting it), next to the measured recommendation.
 
 Everything is labelled a prediction with the twin's validated error band
-(:data:`..twin.fidelity.STATED_BAND`); the figures are the twin's, never measurements. Cost: a
-full-scale spike draw takes 5-12 s on the 2-core machine, a ci draw about 0.1 s.
+(:data:`~pytest_lagscale.calibration.fidelity.STATED_BAND`); the figures are the twin's, never
+measurements. Cost: a full-scale spike draw takes 5-12 s on the 2-core machine, a ci draw
+about 0.1 s.
 """
 
 from __future__ import annotations
@@ -132,11 +135,11 @@ def _full_settings(doc: Mapping[str, Any]) -> Any:
         Unsupported: an input the twin does not model.
         ConfigError: no full-scale counterpart of its profile or policy.
     """
+    from ..calibration.facts import run_settings
+    from ..calibration.fidelity import plan_for
     from ..config.bundled import manifest_names, profile_names
     from ..config.policy import load_policy_manifest
     from ..control.policy.build import build_policy
-    from ..twin.facts import run_settings
-    from ..twin.fidelity import plan_for
 
     plan_for(dict(doc))  # raises Unsupported for the inputs the twin does not model
     ci = run_settings(dict(doc))
@@ -162,7 +165,7 @@ def _full_settings(doc: Mapping[str, Any]) -> Any:
 
 
 def full_scale_row(run: Any, draws: int, seed: int = 0) -> FullScaleRow:
-    """Predict ``run`` (a :class:`.findings.RunDoc` of a ci run) at full scale.
+    """Predict ``run`` (a :class:`~pytest_lagscale.report.findings.RunDoc` of a ci run) at full scale.
 
     Raises:
         Unsupported: an input the twin does not model.
@@ -191,9 +194,9 @@ def tune_check(runs: Sequence[Any], seed: int = 0, draws: int = TUNE_DRAWS) -> T
     Raises:
         ConfigError: the sweep's inputs do not plan in the twin.
     """
-    from ..twin.facts import run_settings
-    from ..twin.tune import tune
-    from ..twin.tune_setup import TuneOptions, prepare
+    from ..calibration.facts import run_settings
+    from .prepare import TuneOptions, prepare
+    from .search import tune
 
     sweep = next((r for r in runs if isinstance((r.doc.get("experiment") or {}).get("sweep"),
                                                 Mapping)), None)
@@ -234,14 +237,14 @@ def simulate_findings(runs: Sequence[Any], draws: int = 3, seed: int = 0) -> Sim
     """The report's simulated section over ``runs`` (module docstring).
 
     Args:
-        runs: :class:`.findings.RunDoc` of the report; only ci-scale runs are predicted.
+        runs: :class:`~pytest_lagscale.report.findings.RunDoc` of the report; only ci-scale runs are predicted.
         draws: full-scale draws per run (1..100).
         seed: the draws' seed.
 
     Raises:
         ConfigError: ``draws`` out of range.
     """
-    from ..twin.fidelity import STATED_BAND, Unsupported
+    from ..calibration.fidelity import STATED_BAND, Unsupported
     from ..twin.params import calibration_path
 
     if not 1 <= draws <= 100:

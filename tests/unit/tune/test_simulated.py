@@ -1,4 +1,4 @@
-"""The findings report's simulated section (:mod:`pytest_lagscale.report.simulated`): which
+"""The findings report's simulated section (:mod:`pytest_lagscale.tune.simulated`): which
 runs get a full-scale prediction, how a lagThreshold override maps to full scale, and the
 experiment 8 cross-check by the twin's tune search."""
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_lagscale.calibration.fidelity import Unsupported
 from pytest_lagscale.config.bundled import resolve_manifest
 from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.report.findings import RunDoc
 from pytest_lagscale.report.findings_render import simulated_view
-from pytest_lagscale.report.simulated import (Simulated, _full_settings, full_counterpart,
-                                              simulate_findings, tune_check)
-from pytest_lagscale.twin.fidelity import Unsupported
+from pytest_lagscale.tune.simulated import (Simulated, _full_settings, full_counterpart,
+                                            simulate_findings, tune_check)
 
 GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
 

@@ -1,10 +1,9 @@
 """``lagscale tune``: search a ScaledObject's fields in the twin for the cheapest policy that
 meets every SLO.
 
-Registers itself on :data:`pytest_lagscale.cli.app` (``cli.py`` imports this module after
-defining ``app``). Prints the Pareto fronts (median replica-seconds vs the 95th-percentile peak
-lag and drain time) as one table, then the best point, and writes the tuned manifest and
-``tune.json`` (:mod:`.tune_output`). ``--confirm`` then runs the tuned manifest once for real,
+:mod:`pytest_lagscale.cli` adds it to ``lagscale`` with :func:`register`. Prints the Pareto
+fronts (median replica-seconds vs the 95th-percentile peak lag and drain time) as one table,
+then the best point, and writes the tuned manifest and ``tune.json`` (:mod:`.output`). ``--confirm`` then runs the tuned manifest once for real,
 as ``lagscale run`` does, and prints predicted vs measured.
 
 Exit codes: 0 a point meets every SLO (and, with ``--confirm``, the real run meets them too);
@@ -20,9 +19,9 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from ..cli import app, fail_usage
+from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError, LagscaleError
-from .tune import DEFAULT_BUDGET, MAX_DRAWS
+from .search import DEFAULT_BUDGET, MAX_DRAWS
 
 DEFAULT_OUT = Path("lagscale-runs")
 EXIT_MISSED = 1
@@ -109,15 +108,16 @@ def run_tune(options: Any, out: Path, confirm_run: bool, console: Any,
     code (0 or 1; bad input raises the exit-2 ``typer.Exit``).
 
     Args:
-        options: a :class:`~.tune_setup.TuneOptions`.
+        options: a :class:`~.prepare.TuneOptions`.
         out: parent of the output directory (and of the confirming run's).
         confirm_run: run the best point for real afterwards.
         console: a rich console for the tables.
-        runner: the confirming run's runner (see :func:`.tune_output.confirm`).
+        runner: the confirming run's runner (see :func:`.output.confirm`); default
+            ``lagscale run``'s own (:func:`_run_one`).
     """
-    from .tune import tune
-    from .tune_output import write_outputs
-    from .tune_setup import prepare
+    from .output import write_outputs
+    from .prepare import prepare
+    from .search import tune
 
     problems = [] if not out.exists() or out.is_dir() else [
         f"--out: {str(out)!r} is not a directory; give a directory (created when absent)"]
@@ -145,10 +145,10 @@ def run_tune(options: Any, out: Path, confirm_run: bool, console: Any,
 
 def _confirm(result: Any, files: Any, out: Path, console: Any,
              runner: Callable[[Any], Any] | None) -> int:
-    from .tune_output import add_confirmation, confirm
+    from .output import add_confirmation, confirm
 
     try:
-        confirmation = confirm(result, files.manifest, out, runner)
+        confirmation = confirm(result, files.manifest, out, runner or _run_one)
     except LagscaleError as exc:
         typer.echo(f"error: --confirm: {exc}", err=True)
         return EXIT_MISSED
@@ -160,6 +160,15 @@ def _confirm(result: Any, files: Any, out: Path, console: Any,
     return 0 if confirmation.met else EXIT_MISSED
 
 
+def _run_one(plan: Any) -> Any:
+    """``lagscale run``'s own runner (live progress line, summary table) on a rich console."""
+    from rich.console import Console
+
+    from ..experiment.cli import _run_one as run_one
+
+    return run_one(plan, Console())
+
+
 def _progress(console: Any) -> Callable[[Any, int], None]:
     """A per-point progress line on stderr (every 10th point and the last)."""
     def show(point: Any, total: int) -> None:
@@ -169,7 +178,6 @@ def _progress(console: Any) -> Callable[[Any, int], None]:
     return show
 
 
-@app.command("tune")
 def tune_command(
     profile: str = typer.Option(..., "--profile", metavar="NAME|PATH",
                                 help="Traffic profile: a bundled name or a YAML path"),
@@ -198,7 +206,7 @@ def tune_command(
     """Search a ScaledObject's fields in the twin: least replica-seconds meeting every SLO."""
     from rich.console import Console
 
-    from .tune_setup import TuneOptions
+    from .prepare import TuneOptions
 
     options = TuneOptions(profile=profile, policy=policy, space=tuple(space), slos=tuple(slo),
                           partitions=partitions, engine=engine, draws=draws, seed=seed,
@@ -208,4 +216,9 @@ def tune_command(
         raise typer.Exit(code)
 
 
-__all__ = ["confirm_table", "front_table", "print_best", "run_tune", "tune_command"]
+def register(app: typer.Typer) -> None:
+    """Add ``lagscale tune`` to ``app``."""
+    app.command("tune")(tune_command)
+
+
+__all__ = ["confirm_table", "front_table", "print_best", "register", "run_tune", "tune_command"]

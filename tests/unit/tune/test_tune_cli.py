@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from pytest_lagscale.cli import app
 from pytest_lagscale.config.bundled import resolve_manifest
-from pytest_lagscale.twin.tune_cli import run_tune
-from pytest_lagscale.twin.tune_setup import TuneOptions
+from pytest_lagscale.tune.cli import run_tune
+from pytest_lagscale.tune.prepare import TuneOptions
 
 BASE = ("--profile", "spike-ci", "--policy", "scaledobject-ci")
 

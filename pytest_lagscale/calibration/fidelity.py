@@ -29,8 +29,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..contract.errors import ConfigError
-from .facts import read_benchmark, run_settings
-from .run import HEADLINE
+from ..contract.rundir import RunDir
+from ..report.benchjson import read_run_document, run_document_path
+from ..twin.run import HEADLINE
+from .facts import run_settings
 
 #: The documented inputs the twin does not model (docs/twin.md, "What is not modelled").
 UNSUPPORTED = ("CPU-scaled policies", "external scalers other than the run's own "
@@ -173,8 +175,8 @@ def plan_for(benchmark: dict[str, Any]) -> Any:
         ConfigError: the inputs do not plan (unknown profile, bad values, ...).
     """
     from ..experiment.plan import plan_run
-    from .params import ENGINES
-    from .run import plan_of
+    from ..twin.params import ENGINES
+    from ..twin.run import plan_of
 
     settings = run_settings(benchmark)
     plan = plan_run(settings)
@@ -242,8 +244,9 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     """Predict a real run (a run directory or its ``benchmark.json``) and compare.
 
     Args:
-        run: the run directory (or ``benchmark.json`` path); ``events.jsonl`` beside it is
-            optional (without it the spans have no real samples).
+        run: the run directory or its benchmark JSON file (read by
+            :func:`~pytest_lagscale.report.benchjson.read_run_document`); ``events.jsonl``
+            beside it is optional (without it the spans have no real samples).
         draws: twin draws (1..1000).
         seed: the draws' seed.
         params: :class:`~.params.TwinParams`; default: the committed calibration.
@@ -259,17 +262,16 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
         Unsupported: a documented unsupported input.
         ConfigError: a bad run directory or inputs, or ``draws`` out of range.
     """
-    from .run import params_for
+    from ..twin.run import params_for
 
     if not 1 <= draws <= 1000:
         raise ConfigError(f"draws: got {draws!r}, expected an integer in [1, 1000]")
-    path = Path(run)
-    root = path.parent if path.name == "benchmark.json" else path
-    bench = read_benchmark(root / "benchmark.json")
+    bench = read_run_document(run)
+    root = run_document_path(run).parent
     started = time.perf_counter()
     plan = plan_for(bench)
     params = params or params_for(plan)
-    events = root / "events.jsonl"
+    events = RunDir(root).events_jsonl
     real = spans(real_records(events)) if events.is_file() else {}
     result, twin = _draws(plan, params, seed, draws)
     scale = None
@@ -288,7 +290,7 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
 
 def _draws(plan: Any, params: Any, seed: int, draws: int) -> tuple[Any, dict[str, list[float]]]:
     """The draws of ``plan`` and their event-level spans pooled over the draws."""
-    from .run import simulate_draws
+    from ..twin.run import simulate_draws
 
     result = simulate_draws(plan, params, seed, draws)
     twin: dict[str, list[float]] = {name: [] for name in SPANS}
