@@ -239,7 +239,7 @@ def _build_component(p: Plan, go: str, env: Mapping[str, str], gomodcache: Path,
                                 f"after {timings[b.name]} s; see the output below and fix the pin "
                                 f"data/kube/{p.component}/go.mod\n{tail}")
         print(f"build-kube: {b.name} {p.version} built in {timings[b.name]:.1f} s", file=out)
-    _check_upstream(p, gomodcache)
+    _check_upstream(p, gomodcache, go)
     if p.component == "keda":
         from .manifests import keda_module_crd_dir
         shutil.copytree(keda_module_crd_dir(gomodcache, p.version), staging / "crds")
@@ -251,13 +251,13 @@ def _build_component(p: Plan, go: str, env: Mapping[str, str], gomodcache: Path,
     staging.rename(p.install_dir)
 
 
-def _check_upstream(p: Plan, gomodcache: Path) -> None:
+def _check_upstream(p: Plan, gomodcache: Path, go: str = "go") -> None:
     module = pins.VERSION_MODULE[p.component]
     mod_file = gomodcache / "cache" / "download" / _escape(module) / "@v" / f"{p.version}.mod"
     if not mod_file.exists():
         return
-    upstream = pins.parse_gomod(mod_file.read_text(), str(mod_file))
-    pin = pins.read_pin(p.component)
+    upstream = pins.read_gomod(mod_file, go)
+    pin = pins.read_pin(p.component, go=go)
     if p.component == "kubernetes":
         problems = pins.check_kubernetes_replaces(pin, upstream)
     else:

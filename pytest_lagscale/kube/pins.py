@@ -9,8 +9,11 @@ would have to be kept equal to it. This module reads them: versions for the benc
 the cache key of a build, and the two consistency checks run after a build against the
 upstream go.mod files in the Go module cache.
 
-Only the subset of the go.mod grammar the pins use is read: ``module``, ``go``, ``require``
-and ``replace`` lines, single or in a parenthesised block, ``//`` comments.
+The go command reads them (:func:`read_gomod`: ``go mod edit -json``), so the whole go.mod
+grammar is understood as Go understands it; the checks and :func:`read_pin` need Go on PATH (a
+build has it). What a run needs without Go (a machine with the binaries built, or none: the
+skip reason of :func:`~.build.missing_reason`) is only each pin's version, the one
+``require`` line of :data:`VERSION_MODULE`, which :func:`pinned_version` reads itself.
 
 Source: go.dev/ref/mod "go.mod files" (directive syntax; replace directives apply only in the
 main module); docs/kubernetes.md "Pins and build" (the measured build recipe).
@@ -19,11 +22,16 @@ main module); docs/kubernetes.md "Pins and build" (the measured build recipe).
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..contract.errors import ConfigError
+from ..contract.errors import ConfigError, LagscaleError
 
 #: component -> the binaries its wrapper module builds, in build order.
 COMPONENTS: dict[str, tuple[str, ...]] = {
@@ -70,74 +78,81 @@ class GoMod:
     replaces: tuple[Replace, ...]
 
 
-_DIRECTIVE = re.compile(r"^(module|go|require|replace|exclude|retract|toolchain|godebug|tool|ignore)\b\s*(.*)$")
+#: Seconds ``go mod edit -json`` may take (it reads one file; no network, no build).
+GO_MOD_EDIT_TIMEOUT_S = 30.0
 
 
-def parse_gomod(text: str, source: str = "go.mod") -> GoMod:
-    """Parse the ``module``/``go``/``require``/``replace`` directives of a go.mod text.
+def read_gomod(path: str | Path, go: str = "go") -> GoMod:
+    """What the go command reads in the go.mod at ``path`` (``go mod edit -json <path>``).
+
+    Args:
+        path: a go.mod file (a pin, or an upstream ``<version>.mod`` of the module cache).
+        go: the go command (a name on PATH or a path).
+
+    Returns:
+        The file's :class:`GoMod`: ``Module.Path``, ``Go``, every ``Require`` (indirect ones
+        included) and the ``Replace`` directives in file order.
+
+    Raises:
+        LagscaleError: ``go`` is not on PATH (the message names what to install).
+        ConfigError: the go command refuses the file (its lines: ``<path>:<line>: ...``), or
+            the file has no ``module`` line.
+    """
+    exe = shutil.which(go)
+    if exe is None:
+        raise LagscaleError(f"go: {go!r} not found on PATH; reading {str(path)!r} runs "
+                            "`go mod edit -json`: install Go >= 1.26 (what scripts/bootstrap "
+                            "--with-kube needs) or put it on PATH")
+    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": ""}  # this Go; no download
+    done = subprocess.run([exe, "mod", "edit", "-json", str(path)], capture_output=True,
+                          text=True, env=env, timeout=GO_MOD_EDIT_TIMEOUT_S)
+    if done.returncode != 0:
+        raise ConfigError(_go_problems(done.stderr) or [
+            f"{path}: go mod edit -json exited with code {done.returncode}"])
+    doc = json.loads(done.stdout)
+    module = (doc.get("Module") or {}).get("Path") or None
+    if module is None:
+        raise ConfigError(f"{path}: no module line")
+    requires = {r["Path"]: r["Version"] for r in doc.get("Require") or ()}
+    replaces = tuple(Replace(r["Old"]["Path"], r["Old"].get("Version"),
+                             r["New"]["Path"], r["New"].get("Version"))
+                     for r in doc.get("Replace") or ())
+    return GoMod(module, doc.get("Go"), requires, replaces)
+
+
+def parse_gomod(text: str, source: str = "go.mod", go: str = "go") -> GoMod:
+    """:func:`read_gomod` of a go.mod text (written to a temporary ``go.mod`` first).
 
     Args:
         text: the file's content.
-        source: the file's name for error messages.
+        source: the file's name in error messages (in place of the temporary path).
+        go: the go command.
 
     Raises:
-        ConfigError: a require or replace line that does not have the directive's shape, or
-            no ``module`` line.
+        LagscaleError: ``go`` is not on PATH.
+        ConfigError: as :func:`read_gomod`, naming ``source``.
     """
-    module, go = None, None
-    requires: dict[str, str] = {}
-    replaces: list[Replace] = []
+    with tempfile.TemporaryDirectory(prefix="lagscale-gomod-") as tmp:
+        path = Path(tmp) / "go.mod"
+        path.write_text(text)
+        try:
+            return read_gomod(path, go)
+        except ConfigError as exc:
+            raise ConfigError([line.replace(str(path), source) for line in exc.problems]) from None
+
+
+def _go_problems(stderr: str) -> list[str]:
+    """The go command's error lines, one per problem (an indented continuation joined to its
+    line; the ``go: errors parsing <file>:`` heading dropped)."""
     problems: list[str] = []
-    block: str | None = None
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("//", 1)[0].strip()
-        if not line:
+    for line in stderr.splitlines():
+        if not line.strip() or (line.startswith("go: errors parsing ") and line.endswith(":")):
             continue
-        if block is not None:
-            if line == ")":
-                block = None
-                continue
-            verb, rest = block, line
+        if line[:1].isspace() and problems:
+            problems[-1] += " " + line.strip()
         else:
-            m = _DIRECTIVE.match(line)
-            if m is None:
-                problems.append(f"{source}:{lineno}: unknown directive {line!r}")
-                continue
-            verb, rest = m.group(1), m.group(2).strip()
-            if rest == "(":
-                block = verb
-                continue
-        if verb == "module":
-            module = rest.strip('"')
-        elif verb == "go":
-            go = rest
-        elif verb == "require":
-            parts = rest.split()
-            if len(parts) != 2:
-                problems.append(f"{source}:{lineno}: require {rest!r} is not 'path version'")
-            else:
-                requires[parts[0]] = parts[1]
-        elif verb == "replace":
-            replace = _parse_replace(rest)
-            if replace is None:
-                problems.append(f"{source}:{lineno}: replace {rest!r} is not "
-                                "'path [version] => path [version]'")
-            else:
-                replaces.append(replace)
-    if module is None:
-        problems.append(f"{source}: no module line")
-    if problems:
-        raise ConfigError(problems)
-    return GoMod(module, go, requires, tuple(replaces))
-
-
-def _parse_replace(rest: str) -> Replace | None:
-    left, sep, right = rest.partition("=>")
-    old, new = left.split(), right.split()
-    if not sep or len(old) not in (1, 2) or len(new) not in (1, 2):
-        return None
-    return Replace(old[0], old[1] if len(old) == 2 else None,
-                   new[0], new[1] if len(new) == 2 else None)
+            problems.append(line.strip())
+    return problems
 
 
 def pins_dir() -> Path:
@@ -158,29 +173,60 @@ def pin_path(component: str, root: Path | None = None) -> Path:
     return (root or pins_dir()) / component / "go.mod"
 
 
-def read_pin(component: str, root: Path | None = None) -> GoMod:
-    """The parsed wrapper go.mod of ``component``.
+def read_pin(component: str, root: Path | None = None, go: str = "go") -> GoMod:
+    """The wrapper go.mod of ``component`` as the go command reads it (:func:`read_gomod`).
 
     Raises:
-        ConfigError: unknown component, unreadable file, or a pin without the require line of
-            :data:`VERSION_MODULE`.
+        ConfigError: unknown component, unreadable file, a file the go command refuses, or a
+            pin without the require line of :data:`VERSION_MODULE`.
+        LagscaleError: ``go`` is not on PATH.
     """
-    path = pin_path(component, root)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{str(path)!r}: cannot read the {component} pin: {exc}; reinstall "
-                          "pytest-lagscale or unset LAGSCALE_FIXTURES") from exc
-    mod = parse_gomod(text, str(path))
+    path, _ = _pin_text(component, root)
+    mod = read_gomod(path, go)
     if VERSION_MODULE[component] not in mod.requires:
-        raise ConfigError(f"{str(path)!r}: no 'require {VERSION_MODULE[component]} <version>' "
-                          "line; add it")
+        raise ConfigError(_no_require(path, component))
     return mod
 
 
 def pinned_version(component: str, root: Path | None = None) -> str:
-    """The pinned version of ``component`` as its go.mod requires it (``"v1.36.3"``)."""
-    return read_pin(component, root).requires[VERSION_MODULE[component]]
+    """The pinned version of ``component`` as its go.mod requires it (``"v1.36.3"``).
+
+    Read without the go command (a run, and the skip reason of a machine without the control
+    plane, need it where Go is not installed): the version of the ``require`` directive of
+    :data:`VERSION_MODULE`, on one line or in a ``require ( ... )`` block.
+
+    Raises:
+        ConfigError: unknown component, unreadable file, or no such require line.
+    """
+    path, text = _pin_text(component, root)
+    module, block = VERSION_MODULE[component], False
+    for raw in text.splitlines():
+        words = raw.split("//", 1)[0].split()
+        if block:
+            block = words != [")"]
+        elif words[:2] == ["require", "("]:
+            block = True
+            continue
+        elif words[:1] == ["require"]:
+            words = words[1:]
+        else:
+            continue
+        if len(words) == 2 and words[0] == module:
+            return words[1]
+    raise ConfigError(_no_require(path, component))
+
+
+def _pin_text(component: str, root: Path | None) -> tuple[Path, str]:
+    path = pin_path(component, root)
+    try:
+        return path, path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{str(path)!r}: cannot read the {component} pin: {exc}; reinstall "
+                          "pytest-lagscale or unset LAGSCALE_FIXTURES") from exc
+
+
+def _no_require(path: Path, component: str) -> str:
+    return f"{str(path)!r}: no 'require {VERSION_MODULE[component]} <version>' line; add it"
 
 
 def pinned_versions(root: Path | None = None) -> dict[str, str]:

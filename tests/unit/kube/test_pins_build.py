@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.contract.errors import ConfigError
+from pytest_lagscale.contract.errors import ConfigError, LagscaleError
 from pytest_lagscale.kube import build, pins
+
+#: The pins' replaces and the go.mod checks are read by the go command (`go mod edit -json`);
+#: the versions (pinned_versions, find_installed, missing_reason) are read without it.
+needs_go = pytest.mark.skipif(shutil.which("go") is None,
+                              reason="go not on PATH: go.mod files are read with `go mod edit "
+                                     "-json` (install Go >= 1.26, as scripts/bootstrap "
+                                     "--with-kube needs)")
 
 # k8s.io/kubernetes v1.36.3 requires these at v0.0.0 (its staging modules), as its go.mod read by
 # the first build says: 31. The recipe's first draft counted 33: staging/ also holds sample-cli-plugin and
@@ -34,6 +42,7 @@ def test_the_three_pins_name_the_issue_versions():
                                       "keda": "v2.21.0"}
 
 
+@needs_go
 def test_kubernetes_pin_replaces_exactly_the_31_staging_modules_at_v0_36_3():
     pin = pins.read_pin("kubernetes")
     assert len(STAGING_V1_36) == 31
@@ -41,6 +50,7 @@ def test_kubernetes_pin_replaces_exactly_the_31_staging_modules_at_v0_36_3():
     assert {r.new_version for r in pin.replaces} == {"v0.36.3"}
 
 
+@needs_go
 def test_kubernetes_check_names_missing_extra_and_wrong_version():
     pin = pins.parse_gomod("module w\nrequire k8s.io/kubernetes v1.36.3\nreplace (\n"
                            "\tk8s.io/api => k8s.io/api v0.36.2\n"
@@ -55,6 +65,7 @@ def test_kubernetes_check_names_missing_extra_and_wrong_version():
     ]
 
 
+@needs_go
 def test_keda_pin_carries_kedas_own_replace_line():
     # keda's go.mod (main of 2026-08-20, the newest read before v2.21.0) carries one replace;
     # its directory and forbidden-path replaces (none in keda) would be skipped.
@@ -70,18 +81,39 @@ def test_keda_pin_carries_kedas_own_replace_line():
         "v0.1.1-0.20260629224316-835bd8d49cb4; copy that replace line into the pin"]
 
 
+@needs_go
 def test_parse_gomod_blocks_comments_and_errors():
-    mod = pins.parse_gomod('// c\nmodule "x/y"\ngo 1.26.0\nrequire (\n\ta v1 // indirect\n\tb v2\n)\n'
-                           "replace c => ../c\n")
-    assert (mod.module, mod.go, mod.requires) == ("x/y", "1.26.0", {"a": "v1", "b": "v2"})
+    # the go command's grammar: versions are canonical semver (v1.0.0, not v1), and its own
+    # error lines name the file and line
+    mod = pins.parse_gomod('// c\nmodule "x/y"\ngo 1.26.0\nrequire (\n\ta v1.0.0 // indirect\n'
+                           "\tb v0.2.0\n)\nreplace c => ../c\n")
+    assert (mod.module, mod.go, mod.requires) == ("x/y", "1.26.0", {"a": "v1.0.0", "b": "v0.2.0"})
     assert mod.replaces == (pins.Replace("c", None, "../c", None),)
     with pytest.raises(ConfigError) as err:
         pins.parse_gomod("require a\nreplace a b\nbogus\n", "w/go.mod")
     assert str(err.value).splitlines() == [
-        "w/go.mod:1: require 'a' is not 'path version'",
-        "w/go.mod:2: replace 'a b' is not 'path [version] => path [version]'",
-        "w/go.mod:3: unknown directive 'bogus'",
-        "w/go.mod: no module line"]
+        "w/go.mod:1: usage: require module/path v1.2.3",
+        "w/go.mod:2: usage: replace module/path [v1.2.3] => other/module v1.4 "
+        "or replace module/path [v1.2.3] => ../local/directory",
+        "w/go.mod:3: unknown directive: bogus"]
+    with pytest.raises(ConfigError, match="^w/go.mod: no module line$"):
+        pins.parse_gomod("require a v1.0.0\n", "w/go.mod")
+
+
+def test_pinned_version_reads_the_require_line_without_go(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-go-here"))
+    (tmp_path / "keda").mkdir()
+    pin = tmp_path / "keda" / "go.mod"
+    pin.write_text("module w\n\nrequire (\n\tgithub.com/kedacore/keda/v2 v2.21.0 // the pin\n)\n"
+                   "replace github.com/kedacore/keda/v2 v2.0.0 => example.com/keda v2.0.1\n")
+    assert pins.pinned_version("keda", tmp_path) == "v2.21.0"
+    pin.write_text("module w\nrequire github.com/kedacore/keda/v2 v2.20.0\n")
+    assert pins.pinned_version("keda", tmp_path) == "v2.20.0"
+    pin.write_text("module w\nreplace github.com/kedacore/keda/v2 v2.0.0 => example.com/k v2.0.1\n")
+    with pytest.raises(ConfigError, match="no 'require github.com/kedacore/keda/v2 <version>' line"):
+        pins.pinned_version("keda", tmp_path)
+    with pytest.raises(LagscaleError, match="go: 'go' not found on PATH; .* install Go >= 1.26"):
+        pins.read_pin("keda", tmp_path)
 
 
 def test_unknown_component_is_a_config_error():
