@@ -2,7 +2,7 @@
 
 One run writes one directory, ``<out>/<UTC stamp>-<label>[-N]/``::
 
-    benchmark.json  summary.md  timeline.png  timeline.parquet  timeline.csv
+    benchmark.json  summary.md  timeline.png  replicas.png  timeline.parquet  timeline.csv
     events.jsonl                    the merged event table (written by :meth:`RunDir.merge_events`)
     runner.events.jsonl             run phases and scheduled actions
     producer.events.jsonl           load start/end, phases, spike marks
@@ -10,10 +10,12 @@ One run writes one directory, ``<out>/<UTC stamp>-<label>[-N]/``::
     platform.events.jsonl           replica started/ready/exited, scaled
     replicas/<replica id>/events.jsonl, output.log
     store/                          the replicas' Parquet store
-    manifest.json  report.json      the producer's acknowledged offsets
+    manifest.json  report.json      the producer's acknowledged offsets; its report
     prometheus/                     Prometheus's config, data and log
+    kube/                           the local control plane (--platform kubernetes)
     reconcile.log  librdkafka.log   JVM output of the reconciliation; librdkafka's own log lines
     scaler.log                      the run's own external scaler (lagscale scaler serve), if any
+    moto.log  spark-connect/        moto (CloudWatch), the run's Spark Connect server, if any
 
 Both the harness and the replica program import this module (it is part of the contract layer):
 it uses the standard library only.
@@ -36,8 +38,32 @@ SOURCE_EVENT_LOGS = ("runner.events.jsonl", "producer.events.jsonl", "controller
                      "platform.events.jsonl")
 #: A replica's event log inside ``replicas/<replica id>/``.
 REPLICA_EVENT_LOG = "events.jsonl"
+#: A replica's stdout and stderr inside ``replicas/<replica id>/``.
+REPLICA_LOG = "output.log"
 #: The merged event table.
 MERGED_EVENT_LOG = "events.jsonl"
+
+# The names of a run directory's entries: the one place that spells them. Code with a RunDir
+# uses its attributes; code given a bare directory (a finished run, a producer's output
+# directory, a part's home) joins these names.
+BENCHMARK_JSON = "benchmark.json"
+SUMMARY_MD = "summary.md"
+TIMELINE_PNG = "timeline.png"
+REPLICAS_PNG = "replicas.png"
+TIMELINE_PARQUET = "timeline.parquet"
+TIMELINE_CSV = "timeline.csv"
+REPLICAS_DIR = "replicas"
+STORE_DIR = "store"
+MANIFEST_JSON = "manifest.json"
+REPORT_JSON = "report.json"
+PROMETHEUS_DIR = "prometheus"
+KUBE_DIR = "kube"
+RECONCILE_LOG = "reconcile.log"
+LIBRDKAFKA_LOG = "librdkafka.log"
+IMAGE_BUILD_LOG = "image-build.log"
+SCALER_LOG = "scaler.log"
+MOTO_LOG = "moto.log"
+SPARK_CONNECT_DIR = "spark-connect"
 
 
 class _In:
@@ -91,27 +117,37 @@ class RunDir:
         return self.root.name
 
     #: Results.
-    benchmark_json = _In("benchmark.json")
-    summary_md = _In("summary.md")
-    timeline_png = _In("timeline.png")
-    timeline_parquet = _In("timeline.parquet")
-    timeline_csv = _In("timeline.csv")
+    benchmark_json = _In(BENCHMARK_JSON)
+    summary_md = _In(SUMMARY_MD)
+    timeline_png = _In(TIMELINE_PNG)
+    #: The per-replica breakdown figure (ownership and record rates).
+    replicas_png = _In(REPLICAS_PNG)
+    timeline_parquet = _In(TIMELINE_PARQUET)
+    timeline_csv = _In(TIMELINE_CSV)
     #: The merged event table (see :meth:`merge_events`).
     events_jsonl = _In(MERGED_EVENT_LOG)
     #: ``replicas/<replica id>/`` directories.
-    replicas_dir = _In("replicas")
+    replicas_dir = _In(REPLICAS_DIR)
     #: The replicas' Parquet store (one row per processed record).
-    store = _In("store")
+    store = _In(STORE_DIR)
     #: The producer's acknowledged offsets per partition.
-    manifest_json = _In("manifest.json")
-    prometheus_dir = _In("prometheus")
-    reconcile_log = _In("reconcile.log")
-    librdkafka_log = _In("librdkafka.log")
+    manifest_json = _In(MANIFEST_JSON)
+    #: The producer's report (sent, acknowledged and failed records, rates).
+    report_json = _In(REPORT_JSON)
+    prometheus_dir = _In(PROMETHEUS_DIR)
+    #: The local control plane of ``--platform kubernetes`` (PKI, kubeconfigs, etcd, logs).
+    kube_dir = _In(KUBE_DIR)
+    reconcile_log = _In(RECONCILE_LOG)
+    librdkafka_log = _In(LIBRDKAFKA_LOG)
     #: The output of the local platform's image build step (the replicas' CDS training).
-    image_build_log = _In("image-build.log")
+    image_build_log = _In(IMAGE_BUILD_LOG)
     #: The output of the run's own external scaler (``lagscale scaler serve``), when its policy
     #: has one.
-    scaler_log = _In("scaler.log")
+    scaler_log = _In(SCALER_LOG)
+    #: moto's output, when the run's lag source or a trigger reads CloudWatch.
+    moto_log = _In(MOTO_LOG)
+    #: The run's own Spark Connect server (engine spark-connect without --spark-remote).
+    spark_connect_dir = _In(SPARK_CONNECT_DIR)
 
     def source_events(self, source: str) -> Path:
         """The event log of ``source`` (``runner``, ``producer``, ``controller``, ``platform``)."""
@@ -131,7 +167,7 @@ class RunDir:
 
     def replica_log(self, replica_id: str) -> Path:
         """The replica's stdout and stderr."""
-        return self.replica_dir(replica_id) / "output.log"
+        return self.replica_dir(replica_id) / REPLICA_LOG
 
     def artifacts(self) -> dict[str, Path]:
         """The paths a finished run lists in its benchmark JSON, by name."""

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..analyze.tables import events_from_records
 from ..contract.errors import ConfigError
+from ..contract.rundir import BENCHMARK_JSON, MERGED_EVENT_LOG, TIMELINE_PARQUET
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class FinishedRun:
     @property
     def benchmark_path(self) -> Path:
         """The run's ``benchmark.json``."""
-        return self.run_dir / "benchmark.json"
+        return self.run_dir / BENCHMARK_JSON
 
     def record(self, name: str, value: Any) -> Any:
         """Write ``value`` (JSON-ready) under ``experiment.<name>`` of ``benchmark.json``;
@@ -105,17 +106,16 @@ def read_finished_run(run_dir: str | Path) -> FinishedRun:
             ``events.jsonl`` missing or unreadable (the message names the file).
     """
     path = Path(run_dir)
-    files = {name: path / name for name in ("benchmark.json", "timeline.parquet",
-                                            "events.jsonl")}
+    files = {name: path / name for name in (BENCHMARK_JSON, TIMELINE_PARQUET, MERGED_EVENT_LOG)}
     missing = [name for name, file in files.items() if not file.is_file()]
     if missing:
         raise ConfigError(f"run directory {str(path)!r}: missing {', '.join(missing)}, expected "
                           "the directory of a finished lagscale run")
     try:
-        doc = json.loads(files["benchmark.json"].read_text())
+        doc = json.loads(files[BENCHMARK_JSON].read_text())
         records = [json.loads(line) for line in
-                   files["events.jsonl"].read_text().splitlines() if line.strip()]
-        timeline = pd.read_parquet(files["timeline.parquet"])
+                   files[MERGED_EVENT_LOG].read_text().splitlines() if line.strip()]
+        timeline = pd.read_parquet(files[TIMELINE_PARQUET])
     except (OSError, ValueError) as exc:
         raise ConfigError(f"run directory {str(path)!r}: {type(exc).__name__}: {exc}") from exc
     events = events_from_records(records, origin_s=_origin_s(records))

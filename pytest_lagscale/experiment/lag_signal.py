@@ -102,7 +102,7 @@ def start_lag_sources(run: Any, stack: ExitStack) -> None:
         from ..counterparts.lag_publisher import LagPublisher, PublishTarget
         from ..counterparts.moto_server import CREDENTIALS, MotoServer
 
-        moto = MotoServer(run.layout.root / "moto.log")
+        moto = MotoServer(run.layout.moto_log)
         stack.callback(moto.stop)
         moto.start()
         parts.moto = moto

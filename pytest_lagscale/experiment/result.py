@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..analyze.measure import LOWER, METRICS, Measurements, RunSpec
+from ..contract.rundir import BENCHMARK_JSON, SUMMARY_MD
 from ..report.benchjson import Assertion, BenchmarkRun, Inputs, build_document, metrics_from_flat
 from ..report.summary import write_summary
 from .settings import RunSettings
@@ -112,7 +113,7 @@ class RunResult:
     @property
     def benchmark_path(self) -> Path:
         """``<run_dir>/benchmark.json``."""
-        return self.run_dir / "benchmark.json"
+        return self.run_dir / BENCHMARK_JSON
 
     @property
     def metrics(self) -> dict[str, float | None]:
@@ -150,10 +151,10 @@ class RunResult:
 
     def write(self) -> Path:
         """(Re)write ``benchmark.json`` and ``summary.md`` atomically; returns the JSON path."""
-        tmp = self.benchmark_path.with_name(".benchmark.json.tmp")
+        tmp = self.benchmark_path.with_name(f".{BENCHMARK_JSON}.tmp")
         tmp.write_text(json.dumps(self.document(), indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, self.benchmark_path)
-        write_summary(self.run_dir / "summary.md", self.measurements, self.assertions,
+        write_summary(self.run_dir / SUMMARY_MD, self.measurements, self.assertions,
                       title=f"lagscale run {self.title}", experiment=self.experiment)
         return self.benchmark_path
 

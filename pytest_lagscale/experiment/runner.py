@@ -259,7 +259,7 @@ class Run:
         from ..spark_connect import SparkConnectServer
 
         self._show("starting the Spark Connect server")
-        server = SparkConnectServer(self.layout.root / "spark-connect")
+        server = SparkConnectServer(self.layout.spark_connect_dir)
         stack.callback(server.stop)
         server.start()
         self.parts.spark_server = server

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..contract.clock import Clock, RealClock
 from ..contract.errors import BrokerError
+from ..contract.rundir import MANIFEST_JSON, REPORT_JSON
 from ..kafka.client_log import librdkafka_config
 from .events import EVENT_SIZE_BYTES, KEY_SIZE_BYTES, EventSource
 from .manifest import DeliveryTracker, Manifest
@@ -210,8 +211,8 @@ def _report(profile: Profile, schedule: Schedule, pacing: PacingResult, tracker:
 def write_run(result: ProduceResult, out_dir: str | Path) -> tuple[Path, Path]:
     """Write ``manifest.json`` and ``report.json`` into ``out_dir``; returns both paths."""
     out = Path(out_dir)
-    return (result.manifest.write_json(out / "manifest.json"),
-            result.report.write_json(out / "report.json"))
+    return (result.manifest.write_json(out / MANIFEST_JSON),
+            result.report.write_json(out / REPORT_JSON))
 
 
 def _check_topic(producer: Any, profile: Profile, timeout_s: float) -> None:

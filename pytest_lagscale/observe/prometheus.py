@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..contract.errors import ConfigError, LagscaleError
+from ..contract.rundir import PROMETHEUS_DIR
 from ..kafka.artifacts import fixtures_dir
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
@@ -111,7 +112,7 @@ class PrometheusServer(StartStop):
                  refresh_interval_s: float = 1.0, startup_timeout_s: float = 30.0,
                  stop_timeout_s: float = 10.0, binary: str = "prometheus",
                  retention_s: float = 86400.0):
-        self.home = Path(run_dir) / "prometheus"
+        self.home = Path(run_dir) / PROMETHEUS_DIR
         self.scrape_interval_s = scrape_interval_s
         self.refresh_interval_s = refresh_interval_s
         self.startup_timeout_s = startup_timeout_s

@@ -32,6 +32,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..analyze.tables import TIMELINE_COLUMNS, check_timeline
+from ..contract.rundir import TIMELINE_CSV, TIMELINE_PARQUET
 from ..contract.rundir import merge_event_logs  # noqa: F401  (re-exported by observe)
 from ..contract.errors import ConfigError, LagscaleError
 
@@ -244,7 +245,7 @@ def save_timeline(timeline: pd.DataFrame, run_dir: str | os.PathLike[str]) -> tu
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    parquet, csv = run_dir / "timeline.parquet", run_dir / "timeline.csv"
+    parquet, csv = run_dir / TIMELINE_PARQUET, run_dir / TIMELINE_CSV
     timeline.to_parquet(parquet, index=False)
     timeline.to_csv(csv, index=False)
     return parquet, csv

@@ -197,7 +197,7 @@ class KubernetesDeployment(StartStop):
             from ..kube.commands import HpaTiming
 
             self.control_plane = keda_control_plane(
-                self.layout.root / "kube", self.timing or HpaTiming(), self.namespace,
+                self.layout.kube_dir, self.timing or HpaTiming(), self.namespace,
                 clock=self.clock,
                 tap=lambda layout: MetricsTap(layout.pki, layout.ports.keda_adapter,
                                               clock=self.clock))
