@@ -434,6 +434,7 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
     0.25 s), ``admin`` and ``run_dir``; everything is stopped afterwards.
     """
     from .config.deployment import load_deployment
+    from .contract.rundir import RunDir
     from .config.policy import load_policy_manifest, with_lag_threshold
     from .control.policy.build import build_policy
     from .kafka.admin import KafkaAdmin
@@ -467,7 +468,7 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
             deployment.wait_ready(policy.min_replicas, within_s=120)
         autoscaler = LocalAutoscaler(policy, deployment,
                                      make_lag_source("broker", admin, group, topic),
-                                     tmp_path / "controller.events.jsonl")
+                                     RunDir(tmp_path).source_events("controller"))
         stack.enter_context(autoscaler.start(tick_s=0.25))
         yield SimpleNamespace(bootstrap=kafka_cluster.bootstrap_servers, topic=topic,
                               group=group, partitions=partitions, policy=policy,

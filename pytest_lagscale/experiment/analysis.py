@@ -154,7 +154,7 @@ def per_replica(run: Any, events: Any, spike: tuple[float, float] | None,
     completions = store.completions() if store is not None else empty_completions()
     table = replica_table(events, completions, run.plan.profile.partitions)
     png = write_replicas_png(
-        ownership(events), replica_rates(completions), run.layout.root / "replicas.png",
+        ownership(events), replica_rates(completions), run.layout.replicas_png,
         replicas=[r.replica_id for r in table.replicas],
         surplus=[r.replica_id for r in table.surplus], partitions=table.partitions,
         spike=spike, title=f"{title}: partitions and records/s per replica")
