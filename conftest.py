@@ -15,6 +15,15 @@ import psutil
 import pytest
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """This repository's sessions use pytest-lagscale throughout: share one reconciliation
+    worker and turn SIGTERM/SIGHUP into Ctrl-C from the start, as a session given a lagscale
+    option does (the plugin does neither for a session that does not use it)."""
+    from pytest_lagscale.plugin import activate
+
+    activate(config)
+
+
 def _session_worker() -> set[int]:
     """The session's reconcile worker and its JVM: started by the first run's analysis and kept
     for the session (like the broker), so not a leak of the test that started it."""

@@ -2,12 +2,14 @@
 
 As pytest-benchmark shares its option groups between plugin.py and cli.py: :data:`RUN_OPTIONS` is
 one table (flag, destination, metavar, parser, choices, default, help) that
-:func:`add_run_options` registers with pytest (``--lagscale-`` prefix on the prefixed ones) and
+:func:`add_run_options` registers with pytest (``--lagscale-<flag>``; the unprefixed spellings
+of before are deprecated aliases that warn) and
 :func:`pytest_lagscale.experiment.cli.run_command` turns into click options (no prefix). Each
 parser raises ``argparse.ArgumentTypeError`` carrying the option and the repr of the bad value
 (pytest turns it into a usage error, exit code 4; the CLI exits 2); :func:`check_run_options`
-checks what one value alone cannot (conflicts, files), and :func:`settings_from_options` builds
-the :class:`~pytest_lagscale.experiment.settings.RunSettings` every run is given.
+checks what one value alone cannot (conflicts, files), and :func:`setting_values` is the one
+conversion to the fields of :class:`~pytest_lagscale.experiment.settings.RunSettings` (which
+imports this module, never the reverse).
 
 This module is imported by the plugin at start-up: it imports nothing heavy.
 """
@@ -15,9 +17,10 @@ This module is imported by the plugin at start-up: it imports nothing heavy.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .config.bundled import SCALES, resolve_manifest, resolve_profile
 from .contract.flags import BALANCERS, ENGINES, FLAG_BY_OPTION
@@ -34,17 +37,57 @@ DEFAULT_OUT = "lagscale-runs"
 
 
 # -- parsers: text -> value, or argparse.ArgumentTypeError naming the option -------------------
-def _integer(option: str, text: str, lo: int, hi: int, allowed: str) -> int:
-    """``text`` as an int in [lo, hi]; ``allowed`` describes the accepted form for the fix."""
-    try:
-        value = int(str(text).strip().replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{option}: {text!r} is not an integer; allowed: {allowed}") from None
-    if not lo <= value <= hi:
-        raise argparse.ArgumentTypeError(
-            f"{option}: {value!r} is out of range; allowed: {allowed}")
-    return value
+# Each parser has a typed twin, ``problem(value)``: the same rule for a value that is already
+# typed (a RunSettings built in code), with the same message, so nothing is turned back into
+# option text to be checked again.
+@dataclass(frozen=True)
+class _Number:
+    """A number option: ``kind`` (int or float) in ``[lo, hi]``; ``allowed`` describes the
+    accepted form for the fix."""
+
+    option: str
+    lo: float
+    hi: float
+    kind: type
+    allowed: str
+
+    def __call__(self, text: str) -> Any:
+        try:
+            value = (int(str(text).strip().replace("_", "")) if self.kind is int
+                     else float(str(text).strip()))
+        except ValueError:
+            raise argparse.ArgumentTypeError(self._not_a(text)) from None
+        problem = self.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    def _not_a(self, value: Any) -> str:
+        what = "an integer" if self.kind is int else "a number"
+        return f"{self.option}: {str(value)!r} is not {what}; allowed: {self.allowed}"
+
+    def problem(self, value: Any) -> str | None:
+        """The problem with a typed ``value`` (None: fine)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                self.kind is int and not isinstance(value, int)) or not math.isfinite(value):
+            return self._not_a(value)
+        if not self.lo <= value <= self.hi:
+            return f"{self.option}: {self.kind(value)!r} is out of range; allowed: {self.allowed}"
+        return None
+
+
+def _seconds_range(flag: str, low: float, high: float) -> _Number:
+    return _Number(flag, low, high, float, f"seconds in [{low:g}, {high:g}]")
+
+
+LAG_THRESHOLD = _Number("--lag-threshold", 1, MAX_LAG_THRESHOLD, int,
+                        f"integers in [1, {MAX_LAG_THRESHOLD:,}] records, comma-separated for a "
+                        "sweep (e.g. 1000,10000,100000)")
+PARTITIONS = _Number("--partitions", 1, MAX_PARTITIONS, int,
+                     f"an integer in [1, {MAX_PARTITIONS:,}] partitions")
+SETTLE_TIMEOUT = _seconds_range("--settle-timeout", 0.0, MAX_SETTLE_TIMEOUT_S)
+DRAIN_SLO = _seconds_range("--drain-slo", 1.0, MAX_DRAIN_SLO_S)
+CLOUDWATCH_WINDOW = _seconds_range("--cloudwatch-window", 10.0, 86_400.0)
 
 
 def parse_lag_thresholds(value: str) -> tuple[int, ...]:
@@ -53,10 +96,7 @@ def parse_lag_thresholds(value: str) -> tuple[int, ...]:
     Raises:
         argparse.ArgumentTypeError: a value is not an integer in range, or repeats.
     """
-    allowed = (f"integers in [1, {MAX_LAG_THRESHOLD:,}] records, comma-separated for a sweep "
-               "(e.g. 1000,10000,100000)")
-    thresholds = tuple(_integer("--lag-threshold", part, 1, MAX_LAG_THRESHOLD, allowed)
-                       for part in str(value).split(","))
+    thresholds = tuple(LAG_THRESHOLD(part) for part in str(value).split(","))
     repeated = sorted({t for t in thresholds if thresholds.count(t) > 1})
     if repeated:
         raise argparse.ArgumentTypeError(
@@ -71,8 +111,7 @@ def parse_partitions(value: str) -> int:
     Raises:
         argparse.ArgumentTypeError: not an integer in range.
     """
-    return _integer("--partitions", value, 1, MAX_PARTITIONS,
-                    f"an integer in [1, {MAX_PARTITIONS:,}] partitions")
+    return PARTITIONS(value)
 
 
 def parse_settle_timeout(value: str) -> float:
@@ -81,7 +120,7 @@ def parse_settle_timeout(value: str) -> float:
     Raises:
         argparse.ArgumentTypeError: not a number in range.
     """
-    return _seconds("--settle-timeout", value, 0.0, MAX_SETTLE_TIMEOUT_S)
+    return SETTLE_TIMEOUT(value)
 
 
 def parse_drain_slo(value: str) -> float:
@@ -90,21 +129,29 @@ def parse_drain_slo(value: str) -> float:
     Raises:
         argparse.ArgumentTypeError: not a number in range.
     """
-    return _seconds("--drain-slo", value, 1.0, MAX_DRAIN_SLO_S)
+    return DRAIN_SLO(value)
 
 
-def _seconds(flag: str, value: str, low: float, high: float) -> float:
-    """``value`` as seconds in ``[low, high]``; argparse.ArgumentTypeError naming ``flag``."""
-    allowed = f"seconds in [{low:g}, {high:g}]"
-    try:
-        seconds = float(str(value).strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{flag}: {value!r} is not a number; allowed: {allowed}") from None
-    if not low <= seconds <= high:
-        raise argparse.ArgumentTypeError(
-            f"{flag}: {seconds!r} is out of range; allowed: {allowed}")
-    return seconds
+@dataclass(frozen=True)
+class _ReplicaFlag:
+    """A run option that overrides the replica flag ``option``: checked against the contract's
+    flag table, the same check the replica makes."""
+
+    option: str
+
+    def _problem_text(self, value: Any) -> str:
+        return (f"{self.option}: {str(value)!r} is not allowed; allowed: "
+                f"{FLAG_BY_OPTION[self.option].allowed}")
+
+    def __call__(self, text: str) -> Any:
+        try:
+            return FLAG_BY_OPTION[self.option].parse(str(text).strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(self._problem_text(text)) from None
+
+    def problem(self, value: Any) -> str | None:
+        """The problem with a typed ``value`` (None: fine)."""
+        return None if FLAG_BY_OPTION[self.option].allows(value) else self._problem_text(value)
 
 
 def replica_flag_parser(option: str) -> Callable[[str], Any]:
@@ -112,23 +159,44 @@ def replica_flag_parser(option: str) -> Callable[[str], Any]:
     the value is checked against the contract's flag table, the same check the replica makes.
 
     The parser raises ``argparse.ArgumentTypeError`` naming the option, the value and the
-    flag's allowed range (with its unit).
+    flag's allowed range (with its unit); its ``problem(value)`` checks a typed value.
     """
-    flag = FLAG_BY_OPTION[option]
-
-    def parse(value: str) -> Any:
-        try:
-            return flag.parse(str(value).strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{option}: {value!r} is not allowed; allowed: {flag.allowed}") from None
-
-    return parse
+    FLAG_BY_OPTION[option]  # KeyError now for an option that is not a replica flag
+    return _ReplicaFlag(option)
 
 
 #: ``--lag-source`` values: the kinds of :data:`pytest_lagscale.sources.LAG_SOURCES` (kept here so
 #: the plugin's start-up imports no source; a unit test keeps the two equal).
 LAG_SOURCE_KINDS = ("broker", "prometheus", "cloudwatch", "confluent")
+
+
+@dataclass(frozen=True)
+class _CloudWatchPeriod:
+    """``--cloudwatch-period``: 1, 5, 10, 30 or a multiple of 60 up to 3600 seconds."""
+
+    seconds: _Number = _seconds_range("--cloudwatch-period", 1.0, 3600.0)
+
+    def __call__(self, text: str) -> float:
+        seconds = self.seconds(text)
+        problem = self.problem(seconds)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return seconds
+
+    def problem(self, value: Any) -> str | None:
+        """The problem with a typed ``value`` in seconds (None: fine)."""
+        problem = self.seconds.problem(value)
+        if problem:
+            return problem
+        from .config.trigger_metadata.aws_cloudwatch import is_cloudwatch_period
+
+        if not is_cloudwatch_period(float(value)):
+            return (f"--cloudwatch-period: {float(value)!r} is not a CloudWatch period; allowed: "
+                    "1, 5, 10, 30 or a multiple of 60 seconds up to 3600")
+        return None
+
+
+CLOUDWATCH_PERIOD = _CloudWatchPeriod()
 
 
 def parse_cloudwatch_period(value: str) -> float:
@@ -138,14 +206,7 @@ def parse_cloudwatch_period(value: str) -> float:
     Raises:
         argparse.ArgumentTypeError: not one of those.
     """
-    seconds = _seconds("--cloudwatch-period", value, 1.0, 3600.0)
-    from .config.trigger_metadata.aws_cloudwatch import is_cloudwatch_period
-
-    if not is_cloudwatch_period(seconds):
-        raise argparse.ArgumentTypeError(
-            f"--cloudwatch-period: {seconds!r} is not a CloudWatch period; allowed: 1, 5, 10, 30 or a "
-            "multiple of 60 seconds up to 3600")
-    return seconds
+    return CLOUDWATCH_PERIOD(value)
 
 
 def parse_cloudwatch_window(value: str) -> float:
@@ -154,7 +215,7 @@ def parse_cloudwatch_window(value: str) -> float:
     Raises:
         argparse.ArgumentTypeError: not a number in range.
     """
-    return _seconds("--cloudwatch-window", value, 10.0, 86_400.0)
+    return CLOUDWATCH_WINDOW(value)
 
 
 def parse_kafka_config(value: str) -> tuple[str, str]:
@@ -166,13 +227,24 @@ def parse_kafka_config(value: str) -> tuple[str, str]:
     return key.strip(), val
 
 
-def _choice(option: str, choices: tuple[str, ...]) -> Callable[[str], str]:
-    def parse(value: str) -> str:
-        if value not in choices:
-            raise argparse.ArgumentTypeError(
-                f"{option}: {value!r} is not allowed; allowed: {', '.join(choices)}")
+@dataclass(frozen=True)
+class _Choice:
+    """One of ``choices``, by the option's name ``option``."""
+
+    option: str
+    choices: tuple[str, ...]
+
+    def __call__(self, value: str) -> str:
+        problem = self.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
-    return parse
+
+    def problem(self, value: Any) -> str | None:
+        """The problem with ``value`` (None: fine)."""
+        if value not in self.choices:
+            return f"{self.option}: {value!r} is not allowed; allowed: {', '.join(self.choices)}"
+        return None
 
 
 def _text(value: str) -> str:
@@ -192,13 +264,17 @@ class RunOption:
         parse: text -> value; raises ``argparse.ArgumentTypeError`` naming the option.
         choices: the allowed values (shown in help; enforced by ``parse``).
         default: the value when the option is not given.
-        prefixed: pytest spells it ``--lagscale-<flag>`` (the CLI drops the prefix).
+        prefixed: pytest always spelled it ``--lagscale-<flag>``; the others also answer to
+            the unprefixed ``--<flag>`` in pytest, a deprecated alias that warns (it could
+            clash with other plugins: pytest-profiling's ``--profile``).
         multiple: repeatable; the value is a list.
         negatable: a boolean flag with a ``--no-<flag>`` twin.
         setting: the :class:`~pytest_lagscale.experiment.settings.RunSettings` field the value
             goes to (default: ``dest``); None for options that are not a run setting
             (``--lagscale-baseline``: the gate compares runs, it does not change them).
         to_setting: option value -> field value (e.g. a sweep's first value).
+        problem: the typed check of the setting value (None: fine, else the parser's message);
+            default: the parser's own ``problem``.
     """
 
     flag: str
@@ -213,6 +289,7 @@ class RunOption:
     negatable: bool = False
     setting: str | None = ""
     to_setting: Callable[[Any], Any] = lambda value: value
+    problem: Callable[[Any], str | None] | None = None
 
     @property
     def field(self) -> str | None:
@@ -221,28 +298,32 @@ class RunOption:
 
     @property
     def pytest_flag(self) -> str:
-        """``--lagscale-<flag>`` when prefixed, else ``--<flag>``."""
-        return f"--lagscale-{self.flag}" if self.prefixed else f"--{self.flag}"
+        """``--lagscale-<flag>``: the option in pytest (the CLI drops the prefix)."""
+        return f"--lagscale-{self.flag}"
+
+    @property
+    def deprecated_pytest_flag(self) -> str | None:
+        """``--<flag>``, the unprefixed pytest spelling kept for one release (it warns), or None
+        for the options pytest always prefixed."""
+        return None if self.prefixed else f"--{self.flag}"
 
     @property
     def cli_flag(self) -> str:
         return f"--{self.flag}"
 
     def check(self, value: Any) -> str | None:
-        """The problem with an already typed ``value`` (None: fine), by the same parser."""
-        if value is None or self.negatable or self.multiple:
+        """The problem with the typed setting ``value`` (None: fine): the parser's rule applied
+        to the value as it is (``parse.problem``), never to it written back as text."""
+        problem = self.problem or getattr(self.parse, "problem", None)
+        if value is None or self.negatable or self.multiple or problem is None:
             return None
-        try:
-            self.parse(str(value))
-        except argparse.ArgumentTypeError as exc:
-            return str(exc)
-        return None
+        return problem(value)
 
 
 def _choices(flag: str, dest: str, choices: tuple[str, ...], help: str, default: Any = None,
              **more: Any) -> RunOption:
     option = f"--lagscale-{flag}" if more.get("prefixed") else f"--{flag}"
-    return RunOption(flag, dest, help, parse=_choice(option, choices), choices=choices,
+    return RunOption(flag, dest, help, parse=_Choice(option, choices), choices=choices,
                      default=default, **more)
 
 
@@ -263,18 +344,18 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("lag-threshold", "lag_thresholds", "Override the lag trigger's lagThreshold (1 to "
               "10,000,000 records); a comma list runs once per value (test ids lt<N>). "
               "Default: the policy's.", metavar="RECORDS[,RECORDS...]",
-              parse=parse_lag_thresholds, setting="lag_threshold",
+              parse=parse_lag_thresholds, setting="lag_threshold", problem=LAG_THRESHOLD.problem,
               to_setting=lambda sweep: sweep[0] if sweep else None),
     RunOption("drain-slo", "drain_slo_s", "Drain SLO in seconds (1 to 3600): the backlog after "
               "the spike must drain within it. Experiment 8's lagThreshold sweep recommends a "
               "value for it; `lagscale run` records drain_time_s <= it as an assertion and "
               "exits 1 on a miss. It changes no run. Default: 60 at the ci scale, 300 at full "
-              "(lagscale run: no check).", metavar="SECONDS", parse=parse_drain_slo,
+              "(lagscale run: no check).", metavar="SECONDS", parse=DRAIN_SLO,
               setting=None),
     _choices("balancer", "balancer", BALANCERS, "Partition assignment protocol of the replicas. "
              "Default: the Deployment's (cooperative-sticky)."),
     RunOption("partitions", "partitions", "Partitions of the topic (1 to 1024). Default: the "
-              "profile's.", metavar="N", parse=parse_partitions),
+              "profile's.", metavar="N", parse=PARTITIONS),
     _choices("engine", "engine", ENGINES, "The replicas' processing engine. Default: the "
              "Deployment's."),
     RunOption("trigger-interval", "trigger_interval_s", "The replicas' micro-batch trigger "
@@ -330,36 +411,72 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "datapoints the run publishes to its CloudWatch stand-in, and the period the "
               "cloudwatch source asks for (1, 5, 10, 30 or a multiple of 60). Default: the "
               "policy's aws-cloudwatch trigger's metricStatPeriod, else 60 (MSK's).",
-              metavar="SECONDS", parse=parse_cloudwatch_period),
+              metavar="SECONDS", parse=CLOUDWATCH_PERIOD),
     RunOption("cloudwatch-window", "cloudwatch_window_s", "Seconds the cloudwatch source looks "
               "back (10 to 86400). Default: the policy's aws-cloudwatch trigger's "
               "metricCollectionTime, else 300 (the recipe's 5 minutes).", metavar="SECONDS",
-              parse=parse_cloudwatch_window),
+              parse=CLOUDWATCH_WINDOW),
     RunOption("settle-timeout", "settle_timeout_s", "After the profile ends, seconds to wait "
               "for lag <= lagThreshold and replicas == minReplicaCount (0 to 7200). Default: "
-              "300.", metavar="SECONDS", parse=parse_settle_timeout, default=300.0),
+              "300.", metavar="SECONDS", parse=SETTLE_TIMEOUT, default=300.0),
 )
 OPTIONS_BY_DEST = {option.dest: option for option in RUN_OPTIONS}
 
 
-def add_run_options(addoption: Callable[..., object]) -> None:
-    """Register :data:`RUN_OPTIONS` with pytest's ``addoption`` (argparse conventions)."""
+def add_run_options(addoption: Callable[..., object],
+                    add_deprecated: Callable[..., object] | None = None) -> None:
+    """Register :data:`RUN_OPTIONS` with pytest's ``addoption`` (argparse conventions) as
+    ``--lagscale-<flag>``; with ``add_deprecated`` (another group's ``addoption``), also the
+    unprefixed spellings of before, each into its own destination (``lagscale_deprecated_<dest>``)
+    so a bad value is named as it was written; :func:`apply_deprecated` moves their values."""
     for option in RUN_OPTIONS:
-        if option.negatable:
-            addoption(option.pytest_flag, dest=option.dest, action="store_true",
-                      default=option.default, help=option.help)
-            addoption(f"--no-{option.flag}", dest=option.dest, action="store_false",
-                      help=f"The opposite of {option.pytest_flag}")
+        _add(addoption, option, option.pytest_flag, f"--lagscale-no-{option.flag}", option.dest,
+             option.help, option.default)
+        if add_deprecated is not None and option.deprecated_pytest_flag:
+            _add(add_deprecated, option, option.deprecated_pytest_flag, f"--no-{option.flag}",
+                 DEPRECATED_DEST + option.dest, f"Deprecated: use {option.pytest_flag}.", None)
+
+
+#: The destination prefix of a deprecated unprefixed spelling.
+DEPRECATED_DEST = "lagscale_deprecated_"
+
+
+def _add(addoption: Callable[..., object], option: RunOption, flag: str, no_flag: str, dest: str,
+         help: str, default: Any) -> None:
+    if option.negatable:
+        addoption(flag, dest=dest, action="store_const", const=True, default=default, help=help)
+        addoption(no_flag, dest=dest, action="store_const", const=False,
+                  help=f"The opposite of {flag}")
+        return
+    kwargs: dict[str, Any] = {"dest": dest, "default": default, "help": help}
+    if option.choices:
+        kwargs["choices"] = option.choices
+    else:
+        kwargs.update(metavar=option.metavar, type=option.parse)
+    if option.multiple:
+        kwargs.update(action="append", default=[] if default is not None else None)
+    addoption(flag, **kwargs)
+
+
+def apply_deprecated(namespace: Any) -> list[str]:
+    """Move the values given with deprecated unprefixed spellings in ``namespace`` (pytest's
+    ``config.option``) to their options; one warning line per spelling used (``--profile is
+    deprecated: use --lagscale-profile``), for the caller to issue. A second call finds
+    nothing to move."""
+    lines = []
+    for option in RUN_OPTIONS:
+        dest = DEPRECATED_DEST + option.dest
+        value = getattr(namespace, dest, None)
+        if value is None:
             continue
-        kwargs: dict[str, Any] = {"dest": option.dest, "default": option.default,
-                                  "help": option.help}
-        if option.choices:
-            kwargs["choices"] = option.choices
-        else:
-            kwargs.update(metavar=option.metavar, type=option.parse)
+        setattr(namespace, dest, None)
         if option.multiple:
-            kwargs.update(action="append", default=[])
-        addoption(option.pytest_flag, **kwargs)
+            value = [*(getattr(namespace, option.dest, None) or []), *value]
+        setattr(namespace, option.dest, value)
+        lines.append(f"{option.deprecated_pytest_flag} is deprecated: use {option.pytest_flag} "
+                     "(the unprefixed spelling goes in the next release; it can clash with "
+                     "other plugins' options)")
+    return lines
 
 
 # -- checks across options --------------------------------------------------------------------
@@ -373,50 +490,72 @@ def check_kafka_options(kind: str, bootstrap: str | None) -> str | None:
     return None
 
 
-def check_run_options(values: dict[str, Any]) -> list[str]:
-    """Problems that one option's parser cannot see, one line each (``values`` by dest).
+def setting_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The run settings of parsed option ``values`` (by dest): ``{RunSettings field: value}`` for
+    each option given that is a setting (a sweep gives its first value). The one conversion
+    from options to settings (:meth:`~pytest_lagscale.experiment.settings.RunSettings.from_options`)."""
+    return {option.field: option.to_setting(values[option.dest]) for option in RUN_OPTIONS
+            if option.field is not None and values.get(option.dest) is not None}
+
+
+def value_problems(fields: Mapping[str, Any]) -> list[str]:
+    """One problem per typed setting value that its option's rule rejects (``fields`` by
+    RunSettings field)."""
+    return [problem for option in RUN_OPTIONS if option.field and option.field in fields
+            if (problem := option.check(fields[option.field]))]
+
+
+def cross_problems(fields: Mapping[str, Any], baseline: Any = None) -> list[str]:
+    """Problems that one value alone cannot show, one line each (``fields`` by RunSettings
+    field; ``baseline``: ``--lagscale-baseline``, not a setting).
 
     Conflicts (kafka, policy vs scaledobject), files that must exist, bundled names that must
-    resolve. Used by the plugin's ``pytest_cmdline_main`` and by ``lagscale run``.
+    resolve, an output directory that can be written.
     """
     from .contract.errors import ConfigError
 
     problems = []
-    kafka = check_kafka_options(values.get("kafka") or "embedded", values.get("kafka_bootstrap"))
+    kafka = check_kafka_options(fields.get("kafka") or "embedded", fields.get("kafka_bootstrap"))
     if kafka:
         problems.append(kafka)
     from .kafka.external import check_bootstrap_form
 
-    problems += check_bootstrap_form(values.get("kafka_bootstrap"), "--kafka-bootstrap")
-    kubeconfig = values.get("kubeconfig")
-    if kubeconfig and (values.get("platform") or "local") != "kubernetes":
+    problems += check_bootstrap_form(fields.get("kafka_bootstrap"), "--kafka-bootstrap")
+    kubeconfig = fields.get("kubeconfig")
+    if kubeconfig and (fields.get("platform") or "local") != "kubernetes":
         problems.append(f"--kubeconfig is only used with --platform kubernetes, not --platform "
-                        f"{values.get('platform') or 'local'}; add --platform kubernetes or drop "
+                        f"{fields.get('platform') or 'local'}; add --platform kubernetes or drop "
                         "--kubeconfig")
     if kubeconfig and not Path(kubeconfig).is_file():
         problems.append(f"--kubeconfig: {str(kubeconfig)!r} is not a file; give the path of a "
                         "kubeconfig (lagscale kube up prints one)")
-    if values.get("policy") and values.get("scaled_object"):
+    if fields.get("policy") and fields.get("scaled_object"):
         problems.append("--policy and --scaledobject both name the scaling policy; give one")
-    scale = values.get("lagscale_scale") if values.get("lagscale_scale") in SCALES else "ci"
+    scale = fields.get("scale") if fields.get("scale") in SCALES else "ci"
     resolvers = (("profile", lambda v: resolve_profile(v, scale)),
                  ("policy", lambda v: resolve_manifest(v, "--policy")),
                  ("scaled_object", lambda v: resolve_manifest(v, "--scaledobject")),
                  ("deployment", lambda v: resolve_manifest(v, "--deployment")))
-    for dest, resolve in resolvers:
-        if values.get(dest):
+    for name, resolve in resolvers:
+        if fields.get(name):
             try:
-                resolve(str(values[dest]))
+                resolve(str(fields[name]))
             except ConfigError as exc:
                 problems += exc.problems
-    baseline, out = values.get("lagscale_baseline"), values.get("lagscale_out") or DEFAULT_OUT
     if baseline and not Path(baseline).exists():
         problems.append(f"--lagscale-baseline: {str(baseline)!r} does not exist; give a "
                         "benchmark JSON file or a directory of <run label>.json files")
-    problem = out_dir_problem(Path(out), "--lagscale-out")
+    problem = out_dir_problem(Path(fields.get("out_dir") or DEFAULT_OUT), "--lagscale-out")
     if problem:
         problems.append(problem)
     return problems
+
+
+def check_run_options(values: Mapping[str, Any]) -> list[str]:
+    """Problems of parsed option ``values`` (by dest) that one option's parser cannot see, one
+    line each: :func:`cross_problems` of their settings and ``--lagscale-baseline``. Used by the
+    plugin's ``pytest_cmdline_main`` and by ``lagscale run`` before any plan is made."""
+    return cross_problems(setting_values(values), values.get("lagscale_baseline"))
 
 
 def out_dir_problem(out: Path, option: str) -> str | None:
@@ -444,21 +583,3 @@ def out_dir_problem(out: Path, option: str) -> str | None:
     os.close(fd)
     os.unlink(probe)
     return None
-
-
-def settings_from_options(values: dict[str, Any], **fields: Any) -> Any:
-    """The :class:`RunSettings` of parsed option ``values`` (by dest), not yet validated.
-
-    Each option's value goes to its ``field``; a sweep (``lag_thresholds``) gives its first
-    value; ``fields`` override anything (e.g. the sweep value of this test). Options not given
-    keep the settings' defaults.
-    """
-    from .experiment.settings import RunSettings
-
-    kwargs: dict[str, Any] = {}
-    for option in RUN_OPTIONS:
-        value = values.get(option.dest)
-        if option.field is not None and value is not None:
-            kwargs[option.field] = option.to_setting(value)
-    kwargs.update(fields)
-    return RunSettings(**kwargs)

@@ -38,6 +38,8 @@ from .session import LagscaleSession
 DEFAULT_PARTITIONS = {"ci": 8, "full": 24}
 _SESSION_KEY = pytest.StashKey["LagscaleSession"]()
 _OWNS_RECONCILE_WORKER = pytest.StashKey[bool]()
+_ACTIVE = pytest.StashKey[bool]()
+_PREVIOUS_HANDLERS = pytest.StashKey[dict]()
 #: The report section holding a test's plan under ``--lagscale-dry-run``.
 DRY_RUN_SECTION = "lagscale dry run"
 
@@ -45,7 +47,10 @@ DRY_RUN_SECTION = "lagscale dry run"
 # -- options and markers ---------------------------------------------------------------------
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lagscale", "lag-based autoscaling experiments (pytest-lagscale)")
-    options.add_run_options(group.addoption)
+    deprecated = parser.getgroup("lagscale-deprecated", "deprecated spellings of the run options "
+                                 "(pytest-lagscale): use --lagscale-<option>; they go in the "
+                                 "next release")
+    options.add_run_options(group.addoption, deprecated.addoption)
     # A session option, not a run option (no `lagscale run` twin): its own help group.
     report = parser.getgroup("lagscale-report", "findings report (pytest-lagscale)")
     report.addoption("--lagscale-report", dest="lagscale_report", metavar="DIR", default=None,
@@ -86,17 +91,27 @@ def _plan_problems(values: dict[str, Any]) -> list[str]:
     if not any(values.get(dest) for dest in _FILE_OPTIONS):
         return []
     from .experiment.plan import plan_run
+    from .experiment.settings import RunSettings
 
     try:
         for lag_threshold in values.get("lag_thresholds") or (None,):
-            plan_run(options.settings_from_options(values, lag_threshold=lag_threshold))
+            plan_run(RunSettings.from_options(values, lag_threshold=lag_threshold))
     except ConfigError as exc:
         return list(exc.problems)
     return []
 
 
+def _apply_deprecated(config: pytest.Config) -> None:
+    """Values given with the unprefixed spellings (``--profile``) go to their options
+    (``--lagscale-profile``), with a deprecation warning per spelling."""
+    for line in options.apply_deprecated(config.option):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(f"lagscale: {line}"),
+                                         stacklevel=2)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
+    _apply_deprecated(config)
     values = _option_values(config)
     problems = options.check_run_options(values)
     if not problems:
@@ -125,16 +140,36 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline = config.getoption("lagscale_baseline", None)
     config.stash[_SESSION_KEY] = LagscaleSession(Path(baseline) if baseline else None,
                                                  announce=lambda line: _announce(config, line))
+    _apply_deprecated(config)  # an xdist worker parses its own command line
     _configure_xdist(config)
+    if _lagscale_options_given(config):
+        activate(config)
+
+
+def _lagscale_options_given(config: pytest.Config) -> bool:
+    """Any run option differs from its default, or a session option of lagscale is given."""
+    return any(config.getoption(o.dest, None) not in (None, o.default, [], ())
+               for o in options.RUN_OPTIONS) or any(
+        config.getoption(dest, None) for dest in ("lagscale_report", "lagscale_dry_run"))
+
+
+def activate(config: pytest.Config) -> None:
+    """What a session that uses pytest-lagscale needs process-wide, done once, and only then
+    (as pytest-xdist touches nothing unless ``-n`` is given): the session's runs share one
+    reconciliation worker, and SIGTERM (CI timeout, `kill`) and SIGHUP (the terminal closed)
+    run fixture finalizers like Ctrl-C does, so no broker or replica outlives the session (the
+    previous handlers come back at the session's end). Called by the lagscale fixtures, by
+    ``pytest_configure`` when a lagscale option is given, or by a conftest that wants it."""
+    if config.stash.get(_ACTIVE, False):
+        return
+    config.stash[_ACTIVE] = True
     _share_reconcile_worker(config)
     if threading.current_thread() is threading.main_thread():
-        # SIGTERM (CI timeout, `kill`) and SIGHUP (the terminal closed) must run fixture
-        # finalizers like Ctrl-C does, so no broker or replica outlives the session.
         def _stop(signum: int, frame: object) -> None:
             raise KeyboardInterrupt(signal.Signals(signum).name)
 
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGHUP, _stop)
+        config.stash[_PREVIOUS_HANDLERS] = {sig: signal.signal(sig, _stop)
+                                            for sig in (signal.SIGTERM, signal.SIGHUP)}
 
 
 def _announce(config: pytest.Config, line: str) -> None:
@@ -167,6 +202,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         from .analyze import reconcile_worker
 
         reconcile_worker.close_shared()
+    if threading.current_thread() is threading.main_thread():
+        for sig, handler in config.stash.get(_PREVIOUS_HANDLERS, {}).items():
+            signal.signal(sig, handler)
 
 
 def _configure_xdist(config: pytest.Config) -> None:
@@ -282,6 +320,7 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
     skips when no Docker engine answers, naming the reason. Under ``--lagscale-dry-run`` no
     cluster is made: it yields a stand-in whose every attribute skips the test asking for it.
     """
+    activate(request.config)
     if _dry_run(request.config):
         yield _DryRunCluster()
         return
@@ -340,10 +379,12 @@ def lagscale_concurrent(request: pytest.FixtureRequest, kafka_cluster: Any,
 
 
 @pytest.fixture(scope="session")
-def lagscale_runner() -> Callable[..., Any]:
+def lagscale_runner(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """The experiment runner ``lagscale_run`` calls: ``run_experiment(settings, *, cluster,
     progress) -> RunResult``. Override it in a conftest to run a fake."""
     from .experiment import run_experiment
+
+    activate(request.config)
 
     return run_experiment
 
@@ -363,8 +404,9 @@ def lagscale_settings(request: pytest.FixtureRequest, lag_threshold: int | None)
     The profile is ``--profile`` (a bundled name or a path), else ``spike`` (``spike-ci`` at
     ``--lagscale-scale ci``). Not validated here; ``lagscale_run`` checks the settings it runs.
     """
-    return options.settings_from_options(_option_values(request.config),
-                                         lag_threshold=lag_threshold)
+    from .experiment.settings import RunSettings
+
+    return RunSettings.from_options(_option_values(request.config), lag_threshold=lag_threshold)
 
 
 @pytest.fixture
@@ -435,8 +477,8 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
     """
     from .config.deployment import load_deployment
     from .contract.rundir import RunDir
-    from .config.policy import load_policy_manifest, with_lag_threshold
     from .control.policy.build import build_policy
+    from .experiment.settings import RunSettings
     from .kafka.admin import KafkaAdmin
     from .platform import make_platform
     from .platform.autoscaler import LocalAutoscaler
@@ -444,14 +486,11 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
     from .sources import make_lag_source
 
     config, suffix = request.config, uuid.uuid4().hex[:8]
-    settings = options.settings_from_options(_option_values(config), lag_threshold=lag_threshold)
+    settings = RunSettings.from_options(_option_values(config), lag_threshold=lag_threshold)
     topic, group = f"events-{suffix}", f"enrich-{suffix}"
     partitions = settings.partitions or DEFAULT_PARTITIONS[settings.scale]
     files = settings.manifest_files()
-    policy_config = load_policy_manifest(files["policy"])
-    if lag_threshold is not None:
-        policy_config = with_lag_threshold(policy_config, lag_threshold)
-    policy = build_policy(policy_config)
+    policy = build_policy(settings.policy_config())
     flags = {"--topic": topic, "--group": group, "--engine": "arrow"}
     if settings.balancer:
         flags["--balancer"] = settings.balancer

@@ -16,26 +16,26 @@ def test_help_lists_the_kafka_and_run_options(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines([
         "lag-based autoscaling experiments (pytest-lagscale):",
-        "*--profile=NAME|PATH*",
-        "*--policy=NAME|PATH*",
-        "*--scaledobject=PATH*",
-        "*--deployment=NAME|PATH*",
-        "*--lag-threshold=RECORDS[[],RECORDS...[]]*",
-        "*--balancer={cooperative-sticky,range,roundrobin,consumer}*",
-        "*--partitions=N*",
-        "*--engine={spark,arrow,spark-connect}*",
-        "*--trigger-interval=SECONDS*",
-        "*--spark-remote=URL*",
-        "*--graceful*",
-        "*--no-graceful*",
-        "*--platform={local,kubernetes}*",
-        "*--kafka={embedded,testcontainers,external}*",
-        "*--kafka-bootstrap=HOST:PORT*",
-        "*--kafka-config=KEY=VALUE*",
+        "*--lagscale-profile=NAME|PATH*",
+        "*--lagscale-policy=NAME|PATH*",
+        "*--lagscale-scaledobject=PATH*",
+        "*--lagscale-deployment=NAME|PATH*",
+        "*--lagscale-lag-threshold=RECORDS[[],RECORDS...[]]*",
+        "*--lagscale-balancer={cooperative-sticky,range,roundrobin,consumer}*",
+        "*--lagscale-partitions=N*",
+        "*--lagscale-engine={spark,arrow,spark-connect}*",
+        "*--lagscale-trigger-interval=SECONDS*",
+        "*--lagscale-spark-remote=URL*",
+        "*--lagscale-graceful*",
+        "*--lagscale-no-graceful*",
+        "*--lagscale-platform={local,kubernetes}*",
+        "*--lagscale-kafka={embedded,testcontainers,external}*",
+        "*--lagscale-kafka-bootstrap=HOST:PORT*",
+        "*--lagscale-kafka-config=KEY=VALUE*",
         "*--lagscale-scale={ci,full}*",
         "*--lagscale-out=DIR*",
         "*--lagscale-baseline=PATH*",
-        "*--settle-timeout=SECONDS*",
+        "*--lagscale-settle-timeout=SECONDS*",
     ])
     assert result.ret == 0
 
@@ -121,7 +121,7 @@ def _table_flags(*, cli: bool) -> set[str]:
     for option in RUN_OPTIONS:
         flags.add(option.cli_flag if cli else option.pytest_flag)
         if option.negatable:
-            flags.add(f"--no-{option.flag}")
+            flags.add(f"--no-{option.flag}" if cli else f"--lagscale-no-{option.flag}")
     return flags
 
 
@@ -577,3 +577,41 @@ def test_a_committed_baseline_doctored_to_half_fails_the_session(
         + [f"*  {name}: * (+100.0%), worse than the *" for name in gated]
         + ["spike-ci: fail (baseline doctored*spike-ci.json)",
            "lagscale: regression against --lagscale-baseline; the session fails (exit status 1)"])
+
+
+def test_an_unprefixed_run_option_still_works_and_warns(pytester: pytest.Pytester) -> None:
+    """``--partitions`` is the deprecated spelling of ``--lagscale-partitions`` (pytest-profiling
+    also defines ``--profile``): its value arrives, with a deprecation warning."""
+    pytester.makepyfile(test_x="""
+        def test_x(request):
+            assert request.config.getoption("partitions") == 12
+            assert request.config.getoption("graceful") is False
+    """)
+    result = pytester.runpytest_subprocess("--partitions=12", "--no-graceful",
+                                           "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*PytestDeprecationWarning: lagscale: --partitions is deprecated: use "
+        "--lagscale-partitions*",
+        "*PytestDeprecationWarning: lagscale: --graceful is deprecated: use --lagscale-graceful*"])
+
+
+@pytest.mark.parametrize(("args", "active"), [
+    pytest.param([], False, id="no-lagscale-option"),
+    pytest.param(["--lagscale-partitions=4"], True, id="a-lagscale-option"),
+])
+def test_the_plugin_touches_nothing_process_wide_unless_used(
+        pytester: pytest.Pytester, args: list[str], active: bool) -> None:
+    """No SIGTERM/SIGHUP handler and no shared reconciliation worker in a session that uses no
+    lagscale option or fixture (pytest-xdist's habit); a lagscale option turns both on."""
+    pytester.makepyfile(test_x=f"""
+        import signal
+        from pytest_lagscale.analyze import reconcile_worker
+
+        def test_x():
+            assert (signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL) is {active}
+            assert (signal.getsignal(signal.SIGHUP) is not signal.SIG_DFL) is {active}
+            assert reconcile_worker.shared_enabled() is {active}
+    """)
+    result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

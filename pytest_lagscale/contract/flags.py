@@ -124,13 +124,28 @@ class Flag:
 
     def _number(self, text: str) -> int | float:
         value = self.type(text)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(text)
-        if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
-            raise ValueError(text)
-        if self.hi is not None and value > self.hi:
+        if not self.allows(value):
             raise ValueError(text)
         return value
+
+    def allows(self, value: Any) -> bool:
+        """Whether the typed ``value`` is one of :attr:`allowed` (the rule :meth:`parse` applies
+        after converting text)."""
+        if self.type is bool:
+            return isinstance(value, bool)
+        if self.type in (int, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    self.type is int and not isinstance(value, int)):
+                return False
+            if isinstance(value, float) and not math.isfinite(value):
+                return False
+            if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
+                return False
+            return self.hi is None or value <= self.hi
+        if self.choices or self.pattern is not None:
+            return isinstance(value, str) and (value in self.choices or bool(
+                self.pattern and self.pattern.fullmatch(value)))
+        return isinstance(value, (str, Path)) and bool(str(value).strip())
 
 
 def _enum(name: str, choices: tuple[str, ...], default: str | None, help: str) -> Flag:

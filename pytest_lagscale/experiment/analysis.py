@@ -86,6 +86,7 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         engine=plan.engine, trigger_interval_s=plan.trigger_interval_s,
         spark_remote=redact_remote(run.spark_remote),
         static_membership=plan.settings.static_membership,
+        settings=plan.settings.to_document(),
         versions={**versions(kafka_version),
                   # a platform running real control-plane parts names their versions
                   **dict(getattr(run.parts.platform, "versions", None) or {})},

@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from ..options import RUN_OPTIONS, RunOption, check_run_options, settings_from_options
+from ..options import RUN_OPTIONS, RunOption, check_run_options
+from .settings import RunSettings
 
 EXIT_USAGE = 2
 EXIT_REGRESSION = 1
@@ -66,7 +67,7 @@ def _run(**values: Any) -> None:
     plans = []
     if not problems:
         try:
-            plans = [plan_run(settings_from_options(values, lag_threshold=lt))
+            plans = [plan_run(RunSettings.from_options(values, lag_threshold=lt))
                      for lt in thresholds]  # every input problem, before anything starts
         except ConfigError as exc:
             problems = exc.problems

@@ -139,17 +139,15 @@ def plan_run(settings: RunSettings) -> RunPlan:
             together).
     """
     from ..config.bundled import manifest_paths
-    from ..config.policy import load_policy_manifest, with_lag_threshold
+    from ..config.policy import load_policy_manifest
     from ..control.policy.build import build_policy
 
     settings.check()
     files = settings.manifest_files()
     overrides = {"partitions": settings.partitions} if settings.partitions is not None else None
     profile = load_profile(settings.profile_path(), overrides)
-    policy_config = load_policy_manifest(files["policy"])
+    policy_config = settings.policy_config()
     deployment = load_deployment(files["deployment"])
-    if settings.lag_threshold is not None:
-        policy_config = with_lag_threshold(policy_config, settings.lag_threshold)
     actions = plan_actions((*profile.actions, *settings.actions),
                            PlanFacts(partitions=profile.partitions))
     grown = [a.action.to for a in actions if hasattr(a.action, "to")]

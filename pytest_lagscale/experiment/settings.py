@@ -1,10 +1,12 @@
-"""What one experiment run is given: :class:`RunSettings`, validated before anything starts.
+"""What one experiment run is given: :class:`RunSettings`, the one typed form of a run's inputs.
 
 The settings come from the run options (:data:`pytest_lagscale.options.RUN_OPTIONS`, the same
-table for ``pytest`` and ``lagscale run``) through
-:func:`pytest_lagscale.options.settings_from_options`, or are built in code by a test.
-:meth:`RunSettings.check` validates every value with the option's own parser and reports every
-bad value at once, so a run never half-starts.
+table for ``pytest`` and ``lagscale run``) through :meth:`RunSettings.from_options`, or are built
+in code by a test. :meth:`RunSettings.check` applies every option's rule to the typed values and
+reports every bad value at once, so a run never half-starts. A run's ``benchmark.json`` records
+them under ``inputs.settings`` (:meth:`RunSettings.to_document`) and
+:meth:`RunSettings.from_document` reads them back unchanged; :meth:`RunSettings.policy_config`
+is the one place an override (``lag_threshold``) is applied to the policy manifest.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..contract.errors import ConfigError
-
+from ..options import cross_problems, setting_values, value_problems
 
 
 @dataclass(frozen=True)
@@ -87,28 +89,91 @@ class RunSettings:
     cloudwatch_period_s: float | None = None
     cloudwatch_window_s: float | None = None
 
+    @classmethod
+    def from_options(cls, values: Mapping[str, Any], **fields: Any) -> "RunSettings":
+        """The settings of parsed run-option ``values`` (by dest), not yet checked.
+
+        Each option's value goes to its field (:func:`pytest_lagscale.options.setting_values`;
+        a sweep gives its first value); ``fields`` override anything (e.g. the sweep value of
+        this test). Options not given keep the defaults.
+        """
+        return cls(**{**setting_values(values), **fields})
+
     def check(self) -> "RunSettings":
         """Return self when every value is allowed.
 
         Raises:
-            ConfigError: one problem per bad value (option name, value, allowed range), from
-                the run options' own parsers and cross-option checks.
+            ConfigError: one problem per bad value (option name, value, allowed range), by
+                the run options' rules applied to the typed values, then the cross-option
+                checks (conflicts, files, the output directory).
         """
-        from ..options import RUN_OPTIONS, check_run_options
-
-        problems = [problem for option in RUN_OPTIONS if option.field
-                    if (problem := option.check(getattr(self, option.field)))]
-        problems += check_run_options(self.option_values())
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        problems = value_problems(values) + cross_problems(values)
         if problems:
             raise ConfigError(problems)
         return self
 
-    def option_values(self) -> dict[str, Any]:
-        """The settings as run-option values by destination (see ``options.RUN_OPTIONS``)."""
-        from ..options import RUN_OPTIONS
+    def policy_config(self) -> Any:
+        """The policy manifest of these settings with their overrides applied (the one place:
+        ``lag_threshold`` sets every lag trigger's lagThreshold).
 
-        return {option.dest: getattr(self, option.field) for option in RUN_OPTIONS
-                if option.field}
+        Raises:
+            ConfigError: the manifest's problems; a lagThreshold override for a policy with no
+                lag trigger.
+        """
+        from ..config.policy import load_policy_manifest, with_lag_threshold
+
+        config = load_policy_manifest(self.manifest_files()["policy"])
+        if self.lag_threshold is not None:
+            config = with_lag_threshold(config, self.lag_threshold)
+        return config
+
+    def to_document(self) -> dict[str, Any]:
+        """These settings as JSON values, every field (``inputs.settings`` of benchmark.json):
+        paths as text, actions as their YAML entries, and the value of a ``kafka_config`` key
+        that names a secret replaced by ``<redacted>`` (never written to a run's files)."""
+        from ..sources.credentials import redact
+
+        doc: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Path):
+                value = str(value)
+            elif f.name == "kafka_config":
+                value = redact(dict(value))
+            elif f.name == "actions":
+                value = [a.to_dict() if hasattr(a, "to_dict") else dict(a) for a in value]
+            doc[f.name] = value
+        return doc
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any]) -> "RunSettings":
+        """The settings :meth:`to_document` wrote (``inputs.settings`` of benchmark.json).
+
+        Raises:
+            ConfigError: ``doc`` is not an object, or names a field RunSettings does not have.
+        """
+        from ..load.profiles import ActionSpec
+
+        if not isinstance(doc, Mapping):
+            raise ConfigError(f"'inputs.settings': got {type(doc).__name__}, expected an object "
+                              "of run settings; give a benchmark.json of lagscale run")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(doc) - names)
+        if unknown:
+            raise ConfigError([f"'inputs.settings.{key}': not a run setting; allowed: "
+                               f"{', '.join(sorted(names))}" for key in unknown])
+        values = dict(doc)
+        if values.get("out_dir") is not None:
+            values["out_dir"] = Path(values["out_dir"])
+        if "kafka_config" in values:
+            values["kafka_config"] = dict(values["kafka_config"] or {})
+        if "actions" in values:
+            values["actions"] = tuple(
+                ActionSpec(at_s=a["at_s"], action=a["action"],
+                           params={k: v for k, v in a.items() if k not in ("at_s", "action")})
+                for a in values["actions"] or ())
+        return cls(**values)
 
     def with_overrides(self, **changes: Any) -> "RunSettings":
         """A copy with ``changes`` applied (dataclasses.replace).

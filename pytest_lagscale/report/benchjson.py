@@ -98,6 +98,10 @@ class Inputs:
     static_membership: bool = False
     versions: Mapping[str, str] = field(default_factory=dict)
     broker: Mapping[str, Any] = field(default_factory=dict)
+    #: the run's settings as given, every field
+    #: (:meth:`pytest_lagscale.experiment.settings.RunSettings.to_document`); read them back
+    #: with ``RunSettings.from_document(doc["inputs"]["settings"])``.
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -137,8 +141,11 @@ def build_document(run: BenchmarkRun, generated_at: datetime) -> dict[str, Any]:
         "datetime": generated_at.astimezone(timezone.utc).isoformat(),
         "machine_info": dict(run.machine_info),
         "commit_info": dict(run.commit_info),
-        "inputs": {**asdict(run.inputs), "versions": dict(run.inputs.versions),
-                   "broker": dict(run.inputs.broker)},
+        "inputs": {**{k: v for k, v in asdict(run.inputs).items() if k != "settings"},
+                   "versions": dict(run.inputs.versions),
+                   "broker": dict(run.inputs.broker),
+                   # absent when the writer had no RunSettings (a document built in code)
+                   **({"settings": dict(run.inputs.settings)} if run.inputs.settings else {})},
         "metrics": {name: asdict(m) for name, m in run.metrics.items()},
         "assertions": [asdict(a) for a in run.assertions],
         "artifacts": {name: str(path) for name, path in run.artifacts.items()},
@@ -256,6 +263,32 @@ def upgrade(doc: dict[str, Any], source: str = "<document>") -> dict[str, Any]:
             return doc
         doc = UPGRADES[version](doc)
         version = doc["schema_version"] = version + 1
+
+
+#: ``inputs`` keys -> RunSettings fields, for a document written before ``inputs.settings``.
+_LEGACY_SETTINGS = ("profile", "policy", "scale", "balancer", "partitions", "engine",
+                    "trigger_interval_s", "lag_threshold", "static_membership")
+
+
+def recorded_settings(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The run settings a loaded document records (``inputs.settings``), for
+    :meth:`pytest_lagscale.experiment.settings.RunSettings.from_document`.
+
+    A document written before ``inputs.settings`` existed gives them from what it recorded: its
+    ``inputs``, ``run.lag_threshold`` and ``run.graceful_drain`` (kafka, platform, lag source
+    and the other settings were not recorded then and keep their defaults).
+    """
+    inputs = doc.get("inputs") if isinstance(doc.get("inputs"), Mapping) else {}
+    if isinstance(inputs.get("settings"), Mapping) and inputs["settings"]:
+        return dict(inputs["settings"])
+    run = doc.get("run") if isinstance(doc.get("run"), Mapping) else {}
+    settings = {key: inputs[key] for key in _LEGACY_SETTINGS if inputs.get(key) is not None}
+    if inputs.get("lag_threshold") is None and run.get("lag_threshold") is not None:
+        settings["lag_threshold"] = run["lag_threshold"]
+    if "graceful_drain" in run:
+        settings["graceful"] = bool(run["graceful_drain"])
+    settings.setdefault("scale", "ci")
+    return settings
 
 
 def load(path: str | Path) -> dict[str, Any]:

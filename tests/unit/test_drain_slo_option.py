@@ -6,10 +6,10 @@ import argparse
 
 import pytest
 
+from pytest_lagscale.experiment.settings import RunSettings
 from pytest_lagscale.options import (
     OPTIONS_BY_DEST,
     parse_drain_slo,
-    settings_from_options,
 )
 
 
@@ -30,7 +30,7 @@ def test_drain_slo_rejects_naming_the_value_and_range(text: str, message: str) -
 
 def test_drain_slo_is_no_run_setting() -> None:
     assert OPTIONS_BY_DEST["drain_slo_s"].field is None
-    assert settings_from_options({"drain_slo_s": 30.0}) == settings_from_options({})
+    assert RunSettings.from_options({"drain_slo_s": 30.0}) == RunSettings.from_options({})
 
 
 @pytest.mark.parametrize("slo, missed, verdict", [(3600.0, False, "pass"), (1.0, True, "fail")])

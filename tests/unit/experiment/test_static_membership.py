@@ -9,7 +9,7 @@ import pytest
 
 from pytest_lagscale.experiment.plan import plan_run, static_membership_flags
 from pytest_lagscale.experiment.settings import RunSettings
-from pytest_lagscale.options import OPTIONS_BY_DEST, settings_from_options
+from pytest_lagscale.options import OPTIONS_BY_DEST
 from pytest_lagscale.platform.local import template_from_deployment
 
 SPIKE_CI = Path("fixtures/profiles/spike-ci.yaml")
@@ -22,7 +22,7 @@ def test_static_membership_is_off_by_default() -> None:
 
 
 def test_static_membership_gives_each_replica_its_slot_name_and_a_45_s_session() -> None:
-    plan = plan_run(settings_from_options({"static_membership": True}, profile=SPIKE_CI,
+    plan = plan_run(RunSettings.from_options({"static_membership": True}, profile=SPIKE_CI,
                                           engine="arrow"))
     assert plan.flag_overrides == {"--engine": "arrow", "--instance-id": "$(POD_NAME)",
                                    "--session-timeout": "45"}
