@@ -4,7 +4,7 @@ The 10x spike (``spike-ci`` at ci, the run of experiment 2) runs once per lagThr
 default the ci values 50, 500 and 5,000 records per replica (the lab's 1k / 10k / 100k at full
 scale, scaled by the ci ScaledObject's 500 over the full one's 10,000), from over-scaling (50:
 the baseline's in-flight lag alone asks for several replicas) to under-reaction (5,000: one
-replica per 5,000 records of backlog). ``pytest -m "experiment(8)" --lag-threshold=A,B,C``
+replica per 5,000 records of backlog). ``pytest -m "experiment(8)" --lagscale-lag-threshold=A,B,C``
 sweeps the given values instead. 500 is the ScaledObject's own value, so that run IS
 experiment 2's (the session's run cache counts an override equal to the policy's as none):
 the sweep costs two runs on top of experiment 2.
@@ -12,7 +12,7 @@ the sweep costs two runs on top of experiment 2.
 Per value: peak lag, reaction, drain time (to <= the ScaledObject's lagThreshold, the same
 yardstick for every value, seconds after the spike ends), scale steps, rebalances,
 replica-seconds and their ratio to the skew-aware oracle, and the drain SLO verdict
-(``--drain-slo``, default 60 s at ci). The recommendation (:mod:`pytest_lagscale.analyze.sweep`)
+(``--lagscale-drain-slo``, default 60 s at ci). The recommendation (:mod:`pytest_lagscale.analyze.sweep`)
 is the largest value meeting the SLO, checked against the rule of thumb (measured per-replica
 rate x SLO x 0.75) and the HPA tolerance dead zone; everything goes to
 ``experiment.sweep`` of every swept run's benchmark.json.
@@ -37,7 +37,7 @@ from pytest_lagscale.options import DEFAULT_DRAIN_SLO_S
 pytestmark = [pytest.mark.acceptance, pytest.mark.experiment(8), pytest.mark.integration,
               pytest.mark.xdist_group("spike-run")]
 
-#: The committed sweep by scale, records per replica (used without --lag-threshold).
+#: The committed sweep by scale, records per replica (used without --lagscale-lag-threshold).
 SWEEP = {"ci": (50, 500, 5000), "full": (1000, 10_000, 100_000)}
 
 

@@ -38,7 +38,7 @@ burst), peak lag, drain time to the committed ScaledObject's lagThreshold (one y
 every policy: spike from its end, bursty from the last burst's end), scale events (steps of the
 replica count), direction reversals, rebalances, replica-seconds and their ratio to the
 skew-aware oracle, and the SLO verdicts (reaction < 90 s on spike; drain within
-``--drain-slo``, default 60 s at ci, on spike and within experiment 5's 30 s after the last burst
+``--lagscale-drain-slo``, default 60 s at ci, on spike and within experiment 5's 30 s after the last burst
 on bursty). The seeds' claims (:mod:`pytest_lagscale.analyze.shootout`) are judged on bursty
 and printed with the measured ratio.
 
