@@ -2,40 +2,11 @@
 stores.
 
 :func:`calibrate` turns the :class:`~.facts.RunFacts` of real runs of one engine into a
-calibration document (``schema_version: 1``, the keys of :mod:`.params`); :func:`render` writes
-it as YAML with each number's derivation as a comment. Every number comes from an event-level
-fact (a replica's lifecycle events, its micro-batches in the store, the broker's settings), never
-from a reaction time, peak lag, drain time or replica-seconds:
-
-========================  =====================================================================
-key                       derivation
-========================  =====================================================================
-per_batch_engine_s,       micro-batches followed at once by the next (start to next start >
-engine_s_per_member,      trigger interval + 0.05 s, at least half a full batch, the next start
-engine_s_per_starting     within 3 s of the last write): cycle - ceil(records / inflight) x
-                          process-ms, regressed (least squares: the mean) on the members
-                          (replicas past engine_ready) - 1 and the replicas starting at the
-                          batch's start
-cold_start.alone_s        median ``replica_started -> engine_ready`` of replicas starting alone
-                          (no other replica alive during the start)
-cold_start.cores,         grid fit over every start: a start's work is the integral of
-cold_start.member_load    ``min(1, cores / (starting + member_load x members))`` over its
-                          ``replica_started -> engine_ready``; the pair minimising
-                          sum |log(work / alone_s)|
-cold_start.jitter         IQR / 1.349 of log(work / alone_s) over every start at the fit
-subscribe_s               median ``engine_ready -> subscribed``
-first_fetch_s             median ``assigned -> first_record`` of assignments after load_start
-drain_s, exit_s           ``replica_terminating -> closed`` / ``-> replica_stopped``: median of
-                          the per-run medians of graceful runs
-round_s (both)            median ``revoked -> assigned`` of a revoked partition to its next
-                          owner in cooperative-sticky runs without static membership (eager runs
-                          when there is none): the second cooperative round, which starts at the
-                          revocation and waits for nobody; the classic JoinGroup + SyncGroup
-                          round does not depend on the assignor, so eager uses the same (its
-                          waits for members' batch boundaries are modelled by the twin)
-heartbeat_s               the broker's ``group.consumer.heartbeat.interval.ms`` (Kafka's 5000
-                          when not recorded)
-========================  =====================================================================
+calibration document (``schema_version: 1``, the keys of :mod:`pytest_lagscale.twin.params`);
+:func:`render` writes it as YAML with each number's derivation as a comment. Every number comes
+from an event-level fact (a replica's lifecycle events, its micro-batches in the store, the
+broker's settings), never from a reaction time, peak lag, drain time or replica-seconds.
+docs/twin.md ("Calibration: `lagscale twin calibrate`") gives the derivation of each key.
 """
 
 from __future__ import annotations

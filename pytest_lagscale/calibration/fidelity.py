@@ -300,7 +300,8 @@ def _draws(plan: Any, params: Any, seed: int, draws: int) -> tuple[Any, dict[str
     return result, twin
 
 
-#: Issue 13's targets: figure -> largest |error| of the draws' median (relative; steps: steps).
+#: The fidelity targets (docs/twin.md "Fidelity"): figure -> largest |error| of the draws'
+#: median (relative; steps: steps).
 TARGETS = {"reaction_time_s": 0.15, "peak_lag_records": 0.15, "drain_time_s": 0.15,
            "replica_seconds": 0.10, "scale_steps": 2.0}
 #: Fewest runs whose measured value lies in the draws' 5-95 % band, as a fraction, per figure.
@@ -381,7 +382,8 @@ def beyond_band(results: Sequence[Fidelity],
 
 
 def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Issue 13's targets over ``results``: ``(assertions, insane)``.
+    """The fidelity targets (:data:`TARGETS`, :data:`BAND_TARGET`) over ``results``:
+    ``(assertions, insane)``.
 
     ``assertions`` (``name``, ``threshold``, ``value``, ``verdict``) holds one per run and
     figure with both sides measured (``"<label>: <figure> |error| <= <target>"``; a figure the

@@ -7,4 +7,7 @@ producer's exact per-partition input), :mod:`.world` (partitions, replicas, Depl
 :mod:`.group` + :mod:`.assign` (rebalances per protocol), :mod:`.driver` (the policy on the
 simulated clock; the timeline and event tables), :mod:`.run` (``simulate``, draws, the run
 directory), :mod:`.cli` (``lagscale simulate``). See docs/twin.md.
+
+Calibration and fidelity (:mod:`pytest_lagscale.calibration`) and ``lagscale tune``
+(:mod:`pytest_lagscale.tune`) import this package; it imports neither.
 """

@@ -1,30 +1,17 @@
 """The run's own persistent-lag scaler, in the twin: ``Observation.external``.
 
 In a real run the autoscaler calls ``lagscale scaler serve`` over gRPC before every KEDA poll
-and HPA sync (``platform/external.py``): ``GetMetricSpec`` once per trigger, then
-``GetMetrics`` and ``IsActive``; the scaler's sampler thread (``scalers/persistent_lag/
-sampler.py``) reads the group's lag at once when a call first names the window and then every
-``samplingInterval``, into the pure window (``scalers/persistent_lag/window.py``).
-
-The twin runs that core in-process on its clock: per ``type: external`` trigger the run serves
-itself (``scalerAddress: lagscale://local`` or the ScaledObject's
-``lagscale.dev/local-scaler-address``), the metadata the reader would send (the run's
-``bootstrapServers``, ``consumerGroup`` and ``topic`` in place of the manifest's) is checked by
-the scaler's own :func:`~pytest_lagscale.scalers.persistent_lag.metadata.parse_metadata`, and
-samples of :func:`~pytest_lagscale.scalers.persistent_lag.sampler.lag_by_partition` of the
-world's offsets (the broker's committed and log-end offsets, as the ``broker`` lag source reads
-them) go into a :class:`~pytest_lagscale.scalers.persistent_lag.window.PersistentLagWindow`,
-one per (namespace, ScaledObject, metadata) as the servicer keeps them.
-
-Schedule: the first sample at the first call (the servicer waits for it before answering), then
-one every ``samplingInterval`` at a phase drawn per draw, uniformly over ``samplingInterval`` on
-the tick grid. The real sampler keeps its interval exactly, while the autoscaler's loop (0.25 s
-after each step) makes its polls come 2.0-2.3 s apart, so over a run the sample a poll sees is
-0 to ``samplingInterval`` old; the twin's polls do not drift, so a draw fixes that age instead.
-
-Answers, as the servicer gives them and the reader reads them (KEDA's rule: the float field
-when > 0, else the int field): the spec ``persistent-kafka-lag-<topic>`` with target
-``lagThreshold``; ``GetMetrics`` the window's ``metric_value``; ``IsActive`` its ``active``.
+and HPA sync (``platform/external.py``): ``GetMetricSpec`` once per trigger, then ``GetMetrics``
+and ``IsActive``, answered from the scaler's pure window (``scalers/persistent_lag/``). The twin
+runs that core in-process on its clock: per ``type: external`` trigger the run serves itself
+(``scalerAddress: lagscale://local`` or ``lagscale.dev/local-scaler-address``), the metadata the
+reader would send is checked by the scaler's own
+:func:`~pytest_lagscale.scalers.persistent_lag.metadata.parse_metadata`, and samples of
+:func:`~pytest_lagscale.scalers.persistent_lag.sampler.lag_by_partition` of the world's offsets
+go into a :class:`~pytest_lagscale.scalers.persistent_lag.window.PersistentLagWindow`, one per
+(namespace, ScaledObject, metadata) as the servicer keeps them: the first sample at the first
+call, then one every ``samplingInterval`` at a phase drawn per draw. docs/twin.md ("What is
+modelled", external scaler) gives the schedule and the answers.
 
 Not modelled: the transport (a loopback gRPC call of a few ms, three per step), the sampler
 thread's wake-up latency, failed lag reads (``UNAVAILABLE``), the 10-minute idle timeout, and
@@ -32,8 +19,8 @@ scalers at any other address (refused by :func:`~.run.plan_of`).
 
 Source: platform/external.py (ExternalScalerReader); scalers/persistent_lag/servicer.py
 (GetMetricSpec, GetMetrics, IsActive), sampler.py (LagSampler._loop, sample_once);
-kedacore/keda pkg/scalers/external_scaler.go GetMetricsAndActivity v2.20.2;
-specs/keda-hpa-semantics.md §2.6
+kedacore/keda v2.20.2 pkg/scalers/external_scaler.go GetMetricsAndActivity; docs/semantics.md
+section 2.6 (the external scaler gRPC protocol).
 """
 
 from __future__ import annotations

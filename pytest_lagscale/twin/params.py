@@ -1,8 +1,8 @@
 """The twin's parameters: :class:`TwinParams`, from a versioned calibration file and a Deployment.
 
 A calibration file (``pytest_lagscale/data/twin/<engine>.yaml``, ``schema_version: 1``) holds
-what depends on the engine and the machine, extracted from the event logs and stores of real runs
-by ``lagscale twin calibrate`` (:mod:`.calibrate`; docs/twin.md gives each derivation)::
+what depends on the engine and the machine, extracted from real runs by ``lagscale twin
+calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives each derivation)::
 
     schema_version: 1
     engine: spark
@@ -12,11 +12,8 @@ by ``lagscale twin calibrate`` (:mod:`.calibrate`; docs/twin.md gives each deriv
       per_batch_engine_s: 0.237    # one member, nothing starting
       engine_s_per_member: 0.036   # optional (default 0): + per further member
       engine_s_per_starting: 0.189 # optional (default 0): + per replica starting
-    cold_start:
-      alone_s: 5.49
-      cores: 1.42
-      jitter: 0.15
-      member_load: 0.13            # optional (default 0): a member's CPU share, in starters
+    cold_start: {alone_s: 5.49, cores: 1.42, jitter: 0.15,
+                 member_load: 0.13}   # optional (default 0): a member's CPU share, in starters
     group:
       subscribe_s: 0.03          # engine ready -> subscribed
       first_fetch_s: 0.66        # assigned -> first record
@@ -25,12 +22,10 @@ by ``lagscale twin calibrate`` (:mod:`.calibrate`; docs/twin.md gives each deriv
       round_s: {eager: 0.84, cooperative: 0.84}   # classic JoinGroup+SyncGroup round
       heartbeat_s: 1.0           # KIP-848 (balancer consumer) heartbeat interval
 
-The ``optional`` keys were added with their defaults (a file without them means what it meant
-before: constant engine time, starts slowed by other starts only), so the schema stays at
-version 1; ``lagscale twin calibrate`` (:mod:`.calibrate`) writes all of them.
-
-What comes from the run's own inputs (the Deployment: per-record time, max batch, trigger
-interval, readiness probe period, balancer) is filled in by :func:`twin_params`.
+The ``optional`` keys default to what a file without them meant (constant engine time, starts
+slowed by other starts only). What comes from the run's own inputs (the Deployment: per-record
+time, max batch, trigger interval, readiness probe period, balancer) is filled in by
+:func:`twin_params`.
 """
 
 from __future__ import annotations

@@ -1,30 +1,22 @@
 """The replicas' own lag as a Pods-metric HPA reads it, in the twin: ``Observation.pod_metrics``.
 
-A real run's chain, and the twin's model of each link:
+A real run's chain, and the twin's model of each link (docs/twin.md, "What is modelled", Pods
+metric, gives the details):
 
-1. **The replica's gauge** (``spark_consumer/lag.py`` ``ConsumerLagCollector.refresh``): the poll
-   thread reads, only between batches and at most once per :data:`GAUGE_REFRESH_S`, for each
-   partition it owns with a known position, the high watermark minus its position (records it
-   polled, buffered or in the batch being written are past its position). Twin: at a tick where
-   the replica is a member between batches (no batch, or one that starts at this tick: it is read
-   before that batch takes its records, as the real loop refreshes after a commit and before the
-   next poll) and at least 1 s after its previous reading, per owned partition it has taken records
-   from since its assignment: ``log_end - position`` (the world's ``position``: committed plus
-   the records of the batch in progress).
-2. **The scrape** (the run's Prometheus, ``observe/prometheus.py``, every
-   :data:`SCRAPE_INTERVAL_S`): each replica at its own phase (Prometheus spreads targets over the
-   interval; a phase per replica drawn on the tick grid), exporting the last reading limited to
-   the partitions it owns at the scrape (``collect``); no series, no sample.
-3. **The query** (``platform/pod_metrics.py``, at each HPA sync): per live replica (not
-   terminating) the sum of its newest scrape, None (a missing pod) when it has not been scraped
-   with a series yet or its newest scrape had none (the staleness marker ends the series at once);
-   milli-units truncated, none Pending.
+1. **The replica's gauge** (``spark_consumer/lag.py`` ``ConsumerLagCollector.refresh``), read
+   between batches at most once per :data:`GAUGE_REFRESH_S`: per owned partition it has taken
+   records from since its assignment, ``log_end - position`` (position: committed plus the
+   records of the batch in progress).
+2. **The scrape** (the run's Prometheus, every :data:`SCRAPE_INTERVAL_S`): each replica at its
+   own phase drawn on the tick grid, exporting the last reading for the partitions it owns then.
+3. **The query** (``platform/pod_metrics.py``, at each HPA sync): per live replica the sum of
+   its newest scrape; None (a missing pod) before its first series or after a scrape without
+   one; milli-units truncated, none Pending.
 
 Not modelled: the high watermark is the log end at the reading (the real one is the last fetch
-response's, frozen while a backlogged replica's local queue is full: the real value is lower in
-the steepest part of a spike); the trigger's poll buffer (records a waiting replica already polled
-count as lag here, up to one trigger interval of its input: ~200 records at spike-ci's baseline);
-the ~1 s until Prometheus discovers a new replica (it exports no series before it consumed).
+response's, lower in the steepest part of a spike); the trigger's poll buffer (records a waiting
+replica already polled count as lag here, up to one trigger interval of its input); the ~1 s
+until Prometheus discovers a new replica.
 
 Source: spark_consumer/lag.py (ConsumerLagCollector.refresh, sample, collect);
 platform/pod_metrics.py (PrometheusPodMetrics.read); kubernetes-sigs/prometheus-adapter
