@@ -87,28 +87,22 @@ class RunFacts:
 
 def run_settings(benchmark: dict[str, Any]) -> Any:
     """The :class:`~pytest_lagscale.experiment.settings.RunSettings` a run's ``benchmark.json``
-    records (profile, policy, scale, balancer, partitions, engine, trigger interval, lagThreshold
-    override, static membership, graceful scale-down, actions as recorded in ``run.actions``
-    are not re-added: the profile's own come back with it).
+    records (``inputs.settings``, read by ``RunSettings.from_document``; a document written
+    before those were recorded gives what its ``inputs`` held: see
+    :func:`pytest_lagscale.report.benchjson.recorded_settings`).
 
     Raises:
-        ConfigError: ``inputs`` is missing or lacks the profile.
+        ConfigError: ``inputs`` is missing or lacks the profile; a recorded field RunSettings
+            does not have.
     """
     from ..experiment.settings import RunSettings
+    from ..report.benchjson import recorded_settings
 
     inputs = benchmark.get("inputs")
-    run = benchmark.get("run") or {}
     if not isinstance(inputs, dict) or not inputs.get("profile"):
         raise ConfigError(f"'inputs.profile': got {inputs!r:.60}, expected the run's profile "
                           "name in benchmark.json; give a benchmark.json of lagscale run")
-    return RunSettings(
-        profile=inputs["profile"], policy=inputs.get("policy"),
-        scale=inputs.get("scale") or "ci", balancer=inputs.get("balancer"),
-        partitions=inputs.get("partitions"), engine=inputs.get("engine"),
-        trigger_interval_s=inputs.get("trigger_interval_s"),
-        lag_threshold=inputs.get("lag_threshold") or run.get("lag_threshold"),
-        static_membership=bool(inputs.get("static_membership")),
-        graceful=bool(run.get("graceful_drain", True)))
+    return RunSettings.from_document(recorded_settings(benchmark))
 
 
 def _lifecycles(events_path: Path) -> tuple[dict[str, dict[str, float]], float,
