@@ -25,6 +25,7 @@ import pandas as pd
 from ..analyze.measure import Measurements, RunSpec, measure
 from ..analyze.tables import events_from_records
 from ..contract.errors import ConfigError
+from ..contract.rundir import RunDir
 from .driver import DriveInputs, drive
 from .load import Production, production
 from .params import TwinParams, twin_params
@@ -276,11 +277,12 @@ def _result(draws: TwinDraws, plan: Any, params: TwinParams, inputs: Any, root: 
     from ..experiment.result import RunResult
 
     run = draws.runs[draws.median_draw]
-    names = ("benchmark.json", "timeline.png", "summary.md", "timeline.csv", "events.jsonl")
+    written = ("benchmark_json", "timeline_png", "summary_md", "timeline_csv", "events_jsonl")
     return RunResult(
         settings=plan.settings, run_dir=root, spec=run.spec, measurements=run.measurements,
         reconciliation=None, timeline=run.timeline, events=run.events, inputs=inputs,
-        artifacts={n.replace(".", "_"): root / n for n in names},
+        artifacts={name: path for name, path in RunDir(root).artifacts().items()
+                   if name in written},
         extra_metrics={"produced_records": float(sum(run.produced)),
                        "lost_records": float(sum(run.produced) - sum(run.processed)),
                        "duplicated_records": 0.0, "run_wall_time_s": None},
@@ -291,8 +293,8 @@ def _result(draws: TwinDraws, plan: Any, params: TwinParams, inputs: Any, root: 
 
 def _write_tables(run: TwinRun, root: Path) -> None:
     """``timeline.csv`` and ``events.jsonl`` (one record per event, as the real logs)."""
-    run.timeline.to_csv(root / "timeline.csv", index=False)
-    with open(root / "events.jsonl", "w", encoding="utf-8") as fh:
+    run.timeline.to_csv(RunDir(root).timeline_csv, index=False)
+    with open(RunDir(root).events_jsonl, "w", encoding="utf-8") as fh:
         for row in run.events.itertuples():
             fh.write(json.dumps({"event": row.event, "source": row.source,
                                  "monotonic_s": row.monotonic_s, **row.fields},
