@@ -1,8 +1,8 @@
 """HPA ``behavior`` (autoscaling/v2): validation and the API server's defaulting.
 
 The same parser serves ``advanced.horizontalPodAutoscalerConfig.behavior`` of a ScaledObject,
-``spec.behavior`` of the CPU HPA and the YAML-shaped dict given to
-:class:`pytest_lagscale.control.hpa.HorizontalPodAutoscaler`.
+``spec.behavior`` of the CPU HPA and the YAML-shaped dict given to the HPA of
+``control/hpa/autoscaler.py`` (``HorizontalPodAutoscaler``).
 """
 
 from __future__ import annotations
