@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..contract.errors import ConfigError
+from ..contract.rundir import REPLICAS_PNG, TIMELINE_PNG
 
 EXPERIMENTS = range(1, 11)
 
@@ -67,7 +68,7 @@ QUESTIONS: dict[int, tuple[str, str, str]] = {
 RECORD_KEYS: dict[str, int] = {"signal": 1, "rebalance_dip": 3, "ceiling": 4, "cap": 4,
                                "flapping": 5, "partitions": 7, "sweep": 8, "policies": 9,
                                "lag_sources": 10}
-IMAGES = ("timeline.png", "replicas.png")
+IMAGES = (TIMELINE_PNG, REPLICAS_PNG)
 SPIKE_PROFILES = ("spike", "spike-ci")  # experiments 2 and 6's profile at full and ci scale
 
 

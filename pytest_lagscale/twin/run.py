@@ -25,7 +25,7 @@ import pandas as pd
 from ..analyze.measure import Measurements, RunSpec, measure
 from ..analyze.tables import events_from_records
 from ..contract.errors import ConfigError
-from ..contract.rundir import RunDir
+from ..contract.rundir import SUMMARY_MD, TIMELINE_PNG, RunDir
 from .driver import DriveInputs, drive
 from .load import Production, production
 from .params import TwinParams, twin_params
@@ -257,15 +257,16 @@ def write_run_dir(draws: TwinDraws, plan: Any, params: TwinParams, out_dir: str 
     inputs = Inputs(profile=plan.profile.name, policy=plan.policy_name, balancer=plan.balancer,
                     partitions=plan.profile.partitions, seed=plan.profile.seed,
                     scale=plan.settings.scale, engine=plan.engine,
-                    trigger_interval_s=plan.trigger_interval_s)
+                    trigger_interval_s=plan.trigger_interval_s,
+                    settings=plan.settings.to_document())
     _write_tables(run, root)
     title = run_title(f"twin {plan.settings.label()}", inputs)
-    write_timeline_png(run.timeline, root / "timeline.png", spike=plan.spike,
+    write_timeline_png(run.timeline, root / TIMELINE_PNG, spike=plan.spike,
                        steps=list(run.measurements.steps),
                        title=f"{title}: lag, replicas, consume rate")
     result = _result(draws, plan, params, inputs, root)
     result.write()
-    write_summary(root / "summary.md", run.measurements, (),
+    write_summary(root / SUMMARY_MD, run.measurements, (),
                   title=f"lagscale simulate (twin, draw {run.draw} of {len(draws.runs)}, "
                         f"seed {run.seed}) {title}", experiment=result.experiment)
     return result
