@@ -490,7 +490,8 @@ def scaled_deployment(request: pytest.FixtureRequest, kafka_cluster: Any, tmp_pa
     topic, group = f"events-{suffix}", f"enrich-{suffix}"
     partitions = settings.partitions or DEFAULT_PARTITIONS[settings.scale]
     files = settings.manifest_files()
-    policy = build_policy(settings.policy_config())
+    policy_config = settings.policy_config()
+    policy = build_policy(policy_config)
     flags = {"--topic": topic, "--group": group, "--engine": "arrow"}
     if settings.balancer:
         flags["--balancer"] = settings.balancer

@@ -72,7 +72,7 @@ class ReconcileWorker(StartStop):
             [sys.executable, "-m", __name__, "--socket", socket_path],
             env={AUTHKEY_ENV: authkey}, log_path=self.log_path).start()
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not os.path.exists(socket_path):
+        while (conn := self._connect(socket_path, authkey)) is None:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 exited = self.process.poll() is not None
                 why = "exited" if exited else f"timed out after {READY_TIMEOUT_S:.0f} s"
@@ -80,8 +80,19 @@ class ReconcileWorker(StartStop):
                 self.stop()
                 raise LagscaleError(f"reconcile worker did not start ({why}): {report}")
             time.sleep(0.2)
-        self._conn = Client(socket_path, family="AF_UNIX", authkey=authkey.encode())
+        self._conn = conn
         return self
+
+    @staticmethod
+    def _connect(socket_path: str, authkey: str) -> Connection | None:
+        """A connection to the worker, or None while it is not listening yet: the socket file
+        appears at bind(), a moment before listen() (a connect then is refused)."""
+        if not os.path.exists(socket_path):
+            return None
+        try:
+            return Client(socket_path, family="AF_UNIX", authkey=authkey.encode())
+        except ConnectionRefusedError:
+            return None
 
     def reconcile(self, store_dir: str | os.PathLike[str], manifest: str | os.PathLike[str],
                   examples: int = 10) -> Any:
