@@ -80,12 +80,14 @@ class MemberAssignment:
         client_id: the client's ``client.id``.
         group_instance_id: static membership id, or None.
         partitions: sorted partition numbers of the requested topic it owns.
+        host: the client's host as the broker saw it (``/127.0.0.1``).
     """
 
     member_id: str
     client_id: str
     group_instance_id: str | None
     partitions: tuple[int, ...]
+    host: str = ""
 
 
 @dataclass(frozen=True)
@@ -307,7 +309,8 @@ class KafkaAdmin:
         for m in desc.members:
             tps = m.assignment.topic_partitions if m.assignment else []
             parts = tuple(sorted(tp.partition for tp in tps if topic is None or tp.topic == topic))
-            members.append(MemberAssignment(m.member_id, m.client_id, m.group_instance_id, parts))
+            members.append(MemberAssignment(m.member_id, m.client_id, m.group_instance_id, parts,
+                                            m.host or ""))
         protocol = getattr(getattr(desc, "type", None), "name", "CLASSIC").lower()
         state = getattr(desc.state, "name", str(desc.state))
         return GroupState(state, protocol, desc.partition_assignor or "",
