@@ -160,8 +160,12 @@ def replica_flag_parser(option: str) -> Callable[[str], Any]:
 
     The parser raises ``argparse.ArgumentTypeError`` naming the option, the value and the
     flag's allowed range (with its unit); its ``problem(value)`` checks a typed value.
+
+    Raises:
+        KeyError: ``option`` is not a replica flag of the contract's table.
     """
-    FLAG_BY_OPTION[option]  # KeyError now for an option that is not a replica flag
+    if option not in FLAG_BY_OPTION:
+        raise KeyError(f"{option}: not a replica flag (contract/flags.py)")
     return _ReplicaFlag(option)
 
 

@@ -69,10 +69,13 @@ class GroupObserver(StartStop):
         return self
 
     def stop(self) -> None:
-        """Stop looking (idempotent); the event log is closed."""
+        """Stop looking (idempotent) once a describe in flight has returned (it is bounded by
+        the admin's ``timeout_s``), so the caller may close the admin afterwards; the event log
+        is closed."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=max(5.0, 3 * self.interval_s))
+            self._thread.join(timeout=getattr(self.admin, "timeout_s", 10.0)
+                              + 2 * self.interval_s)
         self.events.close()
 
     def look(self) -> GroupSnapshot | None:
