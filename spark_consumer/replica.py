@@ -56,6 +56,12 @@ SETTLE_MAX_S = 5.0
 at half of ``--drain-timeout``)."""
 SETTLE_POLL_S = 0.2
 """Seconds per ``consume()`` while settling: each call serves the group's callbacks."""
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+"""The signals that start the drain."""
+
+
+def _wake_only(signum: int, frame: object) -> None:
+    """The Python-level handler of :data:`STOP_SIGNALS`: the watcher thread starts the drain."""
 
 
 def _make_consumer(config: dict[str, Any]) -> GroupConsumer:
@@ -86,6 +92,7 @@ class Replica:
         self.p = parts
         self.opts = parts.opts
         self.stop_requested = threading.Event()
+        self._stop_lock = threading.Lock()
         self._engine_ready = False
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
@@ -104,18 +111,41 @@ class Replica:
 
     # -- signals and readiness -------------------------------------------------------------
     def install_signal_handlers(self) -> None:
-        """SIGTERM and SIGINT start the drain (main thread only)."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._on_signal)
+        """SIGTERM and SIGINT start the drain, even while the main thread waits inside C.
+
+        Python runs a signal's handler in the main thread, between two bytecodes; a main thread
+        inside a C call that outlives the signal never gets there. librdkafka's synchronous
+        commit is one: it waits for a group coordinator with no timeout, so for ever once the
+        broker is gone, and a replica signalled then would never arm its drain watchdog. So the
+        C-level handler's wakeup byte (``signal.set_wakeup_fd``: the signal's number, written
+        whatever the main thread is doing) is read by a watcher thread, which starts the drain;
+        the Python-level handler does nothing. Call from the main thread, once.
+        """
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _wake_only)
+        threading.Thread(target=self._watch_signals, args=(read_fd,), name="stop-signals",
+                         daemon=True).start()
+
+    def _watch_signals(self, read_fd: int) -> None:
+        while True:
+            for signum in os.read(read_fd, 64):
+                if signum in STOP_SIGNALS:
+                    self._on_signal(signum, None)
 
     def _on_signal(self, signum: int, frame: object) -> None:
-        if self.stop_requested.is_set():
-            return
-        self.stop_requested.set()
+        """Start the drain: set the stop flag and arm the ``--drain-timeout`` watchdog (once;
+        any thread)."""
+        with self._stop_lock:
+            if self.stop_requested.is_set():
+                return
+            self.stop_requested.set()
+            self._watchdog = threading.Timer(self.opts.drain_timeout_s, self._drain_expired)
+            self._watchdog.daemon = True
+            self._watchdog.start()
         self.p.events.emit("sigterm", signal=signal.Signals(signum).name)
-        self._watchdog = threading.Timer(self.opts.drain_timeout_s, self._drain_expired)
-        self._watchdog.daemon = True
-        self._watchdog.start()
 
     def _drain_expired(self) -> None:
         joined = self.handler is not None and self.handler.joined

@@ -8,6 +8,7 @@ what was produced: lost = produced (partition, offset) pairs missing, duplicated
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -165,3 +166,40 @@ def test_trigger_interval_spaces_batch_starts_and_processes_everything_once(
     assert sum(b["records"] for b in batches) == produced[0]
     lost, dups = _reconcile(tmp_path / "store", produced[0])
     assert (lost, dups) == (0, 0), f"--trigger-interval=1: lost {lost}, duplicated {dups}"
+
+
+def test_sigterm_while_a_commit_waits_on_a_dead_broker_ends_within_the_drain_timeout(
+        tmp_path) -> None:
+    """A replica whose main thread waits in librdkafka's synchronous commit for a coordinator
+    that is gone (its broker died mid-batch, as when a harness is SIGKILLed) still drains on
+    SIGTERM: the watchdog fires and the replica exits 1 within ``--drain-timeout``. Its own
+    broker, since the test kills it."""
+    from pytest_lagscale.kafka.admin import create_topic
+    from pytest_lagscale.kafka.embedded import EmbeddedKafka
+    from tests.replica_helpers import ReplicaProcess
+
+    drain_timeout_s = 3.0
+    with EmbeddedKafka(data_dir=None) as kafka:
+        create_topic(kafka.bootstrap_servers, "events", 2)
+        produce_events(kafka.bootstrap_servers, "events", 20, 2)
+        rp = ReplicaProcess("r0", kafka.bootstrap_servers, "events", tmp_path / "store", tmp_path,
+                            [*ARROW, "--group", "g-dead", "--process-ms", "3000", "--inflight",
+                             "1", "--max-batch", "1", "--drain-timeout", str(drain_timeout_s)])
+        rp.start()
+        try:
+            rp.wait_for("records in flight", lambda: rp.metrics()["inflight"] > 0, 60, 0.05)
+            kafka.process.stop(0, graceful=False)  # the batch's commit now waits on no broker
+            rp.wait_for("the batch written", lambda: rp.metrics()["records_processed_total"] >= 1,
+                        10, 0.05)
+            time.sleep(1.0)
+            assert rp.process.poll() is None
+            t0 = time.monotonic()
+            rp.process.popen.send_signal(signal.SIGTERM)
+            code = rp.wait_exit(drain_timeout_s + 5)
+            took_s = time.monotonic() - t0
+        finally:
+            rp.stop(5)
+    names = rp.event_names()
+    assert code == 1, rp.tail()
+    assert names[-2:] == ["sigterm", "drain_timeout"], names[-6:]
+    assert drain_timeout_s <= took_s < drain_timeout_s + 5
