@@ -5,6 +5,7 @@ address 0x58, as librdkafka's ``rdk:main`` thread did in a benchmark session."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,5 +44,7 @@ def test_a_native_crash_after_a_nested_session_prints_the_python_stack(tmp_path:
         cwd=root, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGSEGV, done.stdout[-2000:]
     assert "Fatal Python error: Segmentation fault" in done.stderr, done.stderr[-2000:]
-    assert f'File "{tmp_path / "test_b_crash.py"}", line 8 in ' \
-           "test_a_native_thread_segfaults" in done.stderr
+    # The main thread is in pthread_create (line 7) or in the sleep (line 8) when the new thread
+    # faults, whichever the scheduler gives first (CI saw line 7): either is the test's stack.
+    assert re.search(rf'File "{re.escape(str(tmp_path / "test_b_crash.py"))}", line [78] in '
+                     "test_a_native_thread_segfaults", done.stderr), done.stderr[-2000:]
