@@ -60,6 +60,8 @@ class Reconciliation:
         unexpected_examples: up to ``examples`` unexpected ``(partition, offset)``, ascending.
         engine: ``"spark"`` or ``"arrow"``.
         elapsed_s: wall seconds of the whole call (including Spark's start when it started one).
+        notes: sentences on what the counts include beyond stored pairs (an output topic's
+            records that name no input, :mod:`.reconcile_topic`); empty for a store.
     """
 
     produced_total: int
@@ -74,6 +76,7 @@ class Reconciliation:
     unexpected_examples: tuple[tuple[int, int], ...]
     engine: str
     elapsed_s: float
+    notes: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -85,6 +88,7 @@ class Reconciliation:
         out = asdict(self)
         for key in ("lost_examples", "duplicated_examples", "unexpected_examples"):
             out[key] = [list(e) for e in out[key]]
+        out["notes"] = list(self.notes)
         out["exact"] = self.exact
         return out
 
@@ -244,23 +248,43 @@ def _inputs(store_dir: str | Path, manifest: Manifest | str | Path,
 
 def _spark_job(spark: Any, files: list[Path], ranges: list[tuple[int, int, int]],
                examples: int) -> dict[str, Any]:
-    """Counts in one job; examples (over the cached per-pair copies) only when something is off.
-
-    The produced set is never expanded: each stored pair is tagged ``in_range`` by a broadcast
-    join with the manifest's ranges, and ``lost = produced - distinct in-range pairs``.
-    """
+    """The store's pairs counted against the manifest (:func:`spark_pair_counts`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
     pair = StructType([StructField("partition", IntegerType()),
                        StructField("offset", LongType())])
-    # Local data is built from JVM-side literals: createDataFrame on Python lists would start
-    # Python worker processes.
     if files:
         stored = spark.read.schema(pair).parquet(*(str(f) for f in files))
     else:
         stored = spark.range(0).select(F.lit(0).cast("int").alias("partition"),
                                        F.col("id").alias("offset"))
+    return spark_pair_counts(spark, stored, ranges, examples)
+
+
+def spark_pair_counts(spark: Any, stored: Any, ranges: list[tuple[int, int, int]],
+                      examples: int) -> dict[str, Any]:
+    """The :class:`Reconciliation` counts and examples of processed ``(partition, offset)``
+    pairs: one job for the counts; examples (over the cached per-pair copies) only when
+    something is off. Shared by the store's and the output topic's reconciliation.
+
+    The produced set is never expanded: each stored pair is tagged ``in_range`` by a broadcast
+    join with the manifest's ranges, and ``lost = produced - distinct in-range pairs``.
+
+    Args:
+        spark: the SparkSession.
+        stored: a DataFrame of processed pairs, one row per copy: ``partition`` int,
+            ``offset`` long, both non-null.
+        ranges: :func:`produced_ranges`.
+        examples: at most this many examples of each kind.
+
+    Returns:
+        Every :class:`Reconciliation` field but ``engine``, ``elapsed_s`` and ``notes``.
+    """
+    from pyspark.sql import functions as F
+
+    # Local data is built from JVM-side literals: createDataFrame on Python lists would start
+    # Python worker processes.
     rows = [F.struct(F.lit(p).cast("int").alias("partition"),
                      F.lit(a).cast("long").alias("first_offset"),
                      F.lit(b).cast("long").alias("last_offset")) for p, a, b in ranges]

@@ -12,8 +12,10 @@ SparkContext per process, and tests start their own in-process Spark engines. It
 :class:`~pytest_lagscale.process.ManagedProcess` (own process group, parent-death signal), and
 its JVM exits when the worker's gateway pipe closes, so neither outlives the harness. Requests go
 over a ``multiprocessing.connection`` Unix socket with a random authkey: ``{"store": path,
-"manifest": path, "examples": n}`` -> the :class:`~.reconcile.Reconciliation` fields, or
-``{"error": text}``.
+"manifest": path, "examples": n}`` (the Parquet store) or ``{"topic": name, "bootstrap":
+servers, "manifest": path, "examples": n, "client_config": {...}, "kafka_options": {...}}`` (an
+output topic, :mod:`.reconcile_topic`; the Kafka jars are added to the session at the first) ->
+the :class:`~.reconcile.Reconciliation` fields, or ``{"error": text, "kind": class name}``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
-from ..contract.errors import LagscaleError
+from ..contract.errors import BrokerError, ConfigError, LagscaleError
 from ..lifecycle import StartStop
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,9 @@ READY_TIMEOUT_S = 180.0
 """Seconds for the worker to start its JVM and open its socket."""
 EXIT_WAIT_S = 2.0
 """Seconds to wait for the status of a worker whose connection broke."""
+_INPUT_ERRORS: dict[str, type[Exception]] = {"ConfigError": ConfigError,
+                                             "BrokerError": BrokerError}
+"""Errors of the worker's job that name the caller's input; raised again as themselves."""
 
 
 class ReconcileWorker(StartStop):
@@ -96,28 +101,51 @@ class ReconcileWorker(StartStop):
 
     def reconcile(self, store_dir: str | os.PathLike[str], manifest: str | os.PathLike[str],
                   examples: int = 10) -> Any:
-        """Reconcile one run in the worker; returns a :class:`~.reconcile.Reconciliation`
-        (``elapsed_s`` is this call's wall time)."""
+        """Reconcile one run's store in the worker; returns a
+        :class:`~.reconcile.Reconciliation` (``elapsed_s`` is this call's wall time)."""
+        return self._call({"store": str(store_dir), "manifest": str(manifest),
+                           "examples": examples})
+
+    def _call(self, request: dict[str, Any]) -> Any:
         from .reconcile import Reconciliation
 
         if self._conn is None:
             raise LagscaleError("reconcile worker: not started")
         start = time.perf_counter()
         try:
-            self._conn.send({"store": str(store_dir), "manifest": str(manifest),
-                             "examples": examples})
+            self._conn.send(request)
             reply = self._conn.recv()
         except (EOFError, OSError) as exc:
             self.process.wait(EXIT_WAIT_S)  # a crashed worker's status, once the kernel has it
             raise LagscaleError(f"reconcile worker is gone ({exc!r}): "
                                 f"{self.process.exit_report()}") from exc
         if "error" in reply:
-            raise LagscaleError(f"reconcile worker: {reply['error']}")
+            # A bad input (manifest, topic) is the caller's, not the worker's: same class.
+            kind = _INPUT_ERRORS.get(reply.get("kind", ""), LagscaleError)
+            raise kind(f"reconcile worker: {reply['error']}")
         reply.pop("exact", None)
         reply["elapsed_s"] = time.perf_counter() - start
         for key in ("lost_examples", "duplicated_examples", "unexpected_examples"):
             reply[key] = tuple(tuple(e) for e in reply[key])
+        reply["notes"] = tuple(reply.get("notes", ()))
         return Reconciliation(**reply)
+
+    def reconcile_topic(self, bootstrap_servers: str, output_topic: str,
+                        manifest: str | os.PathLike[str], examples: int = 10, *,
+                        client_config: dict[str, str] | None = None,
+                        kafka_options: dict[str, str] | None = None) -> Any:
+        """Reconcile an output topic in the worker (arguments as
+        :func:`~.reconcile_topic.reconcile_topic`); returns a :class:`~.reconcile.Reconciliation`
+        (``elapsed_s`` is this call's wall time).
+
+        Raises:
+            ConfigError, BrokerError: the manifest or the topic is unusable (the worker is fine).
+            LagscaleError: the job failed in the worker, or the worker is gone.
+        """
+        return self._call({"topic": output_topic, "bootstrap": bootstrap_servers,
+                           "manifest": str(manifest), "examples": examples,
+                           "client_config": dict(client_config or {}),
+                           "kafka_options": dict(kafka_options or {})})
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Close the connection (the worker stops its JVM and exits) and stop the process."""
@@ -212,6 +240,7 @@ def close_shared() -> None:
 
 def _serve(conn: Connection, session: Any) -> None:
     from .reconcile import reconcile
+    from .reconcile_topic import reconcile_topic
 
     while True:
         try:
@@ -219,11 +248,18 @@ def _serve(conn: Connection, session: Any) -> None:
         except EOFError:
             return
         try:
-            result = reconcile(request["store"], request["manifest"], spark=session,
-                               examples=int(request["examples"]))
+            if "topic" in request:
+                result = reconcile_topic(request["bootstrap"], request["topic"],
+                                         request["manifest"], spark=session,
+                                         examples=int(request["examples"]),
+                                         client_config=request.get("client_config"),
+                                         kafka_options=request.get("kafka_options"))
+            else:
+                result = reconcile(request["store"], request["manifest"], spark=session,
+                                   examples=int(request["examples"]))
             conn.send(result.to_dict())
         except Exception as exc:  # noqa: BLE001 - any job failure goes back to the caller
-            conn.send({"error": f"{type(exc).__name__}: {exc}"})
+            conn.send({"error": f"{type(exc).__name__}: {exc}", "kind": type(exc).__name__})
 
 
 def main(argv: list[str] | None = None) -> int:

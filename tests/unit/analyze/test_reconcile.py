@@ -154,8 +154,9 @@ def build(case: Case, root: Path) -> tuple[Path, Manifest]:
 
 
 def counts(r: Reconciliation) -> dict[str, object]:
-    """Everything but engine and elapsed time."""
-    out = {k: v for k, v in vars(r).items() if k not in ("engine", "elapsed_s")}
+    """Everything but engine and elapsed time (a store's reconciliation has no notes)."""
+    assert r.notes == ()
+    out = {k: v for k, v in vars(r).items() if k not in ("engine", "elapsed_s", "notes")}
     return out
 
 
@@ -268,7 +269,8 @@ def test_to_dict_is_json_with_exact_flag(tmp_path: Path) -> None:
         "produced_total": 3, "stored_rows_total": 4, "distinct_processed_total": 2,
         "lost_total": 1, "duplicated_total": 1, "duplicate_rows_total": 2,
         "unexpected_total": 0, "lost_examples": [[0, 2]], "duplicated_examples": [[0, 1, 3]],
-        "unexpected_examples": [], "engine": "spark", "elapsed_s": 1.5, "exact": False}
+        "unexpected_examples": [], "engine": "spark", "elapsed_s": 1.5, "notes": [],
+        "exact": False}
 
 
 def test_import_loads_no_pyspark() -> None:
