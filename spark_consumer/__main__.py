@@ -21,24 +21,30 @@ from .eventlog import EventLog
 from .metrics import ReplicaMetrics
 from .options import ConsumerOptions, parse_options
 from .replica import Replica, ReplicaParts
-from .store import ParquetStore
+from .store import ParquetStore, Sink
+from .topic_sink import TopicSink
 
 PROG = "spark-consumer"
 EXIT_USAGE = 2
 
 
 def build_replica(opts: ConsumerOptions) -> Replica:
-    """Wire a replica from validated options (nothing is started).
+    """Wire a replica from validated options (nothing is started but the sink's client).
 
     Raises:
         ConfigError: the dimension table or the store directory is unusable.
     """
     dimension = load_dimension(opts.dimension)
-    try:
-        store = ParquetStore(opts.store, opts.replica_id)
-    except OSError as exc:
-        raise ConfigError(f"--store: {str(opts.store)!r} cannot be created ({exc}); pass a "
-                          "writable directory") from exc
+    store: Sink
+    if opts.sink == "topic":
+        assert opts.output_topic is not None  # options: --output-topic is required with it
+        store = TopicSink(opts.bootstrap, opts.output_topic, opts.replica_id)
+    else:
+        try:
+            store = ParquetStore(opts.store, opts.replica_id)
+        except OSError as exc:
+            raise ConfigError(f"--store: {str(opts.store)!r} cannot be created ({exc}); pass "
+                              "a writable directory") from exc
     clock = RealClock()
     events = EventLog(opts.replica_id, opts.event_log, clock)
     engine = make_engine(opts.engine, dimension, opts.replica_id, remote=opts.spark_remote)

@@ -59,6 +59,8 @@ class ConsumerOptions:
     dimension: Path
     log_batches: bool = False
     spark_remote: str | None = None
+    sink: str = "parquet"
+    output_topic: str | None = None
 
     @property
     def cooperative(self) -> bool:
@@ -134,6 +136,9 @@ def _cross_checks(values: dict[str, Any], raws: dict[str, str]) -> list[str]:
     if engine == "spark-connect" and "spark_remote" not in raws:
         problems.append("--spark-remote: missing with --engine spark-connect; pass --spark-remote "
                         "sc://HOST:PORT or set LAGSCALE_SPARK_REMOTE")
+    if values.get("sink") == "topic" and "output_topic" not in raws:
+        problems.append("--output-topic: missing with --sink topic; pass --output-topic NAME or "
+                        "set LAGSCALE_OUTPUT_TOPIC")
     return problems
 
 
@@ -150,7 +155,8 @@ def _finish(v: dict[str, Any]) -> ConsumerOptions:
         batch_wait_ms=v["batch_wait_ms"], trigger_interval_s=v["trigger_interval"],
         replica_id=v["replica_id"] or _default_replica_id(), engine=v["engine"],
         event_log=v["event_log"], dimension=v["dimension"] or DEFAULT_DIMENSION,
-        log_batches=v["log_batches"], spark_remote=v["spark_remote"],
+        log_batches=v["log_batches"], spark_remote=v["spark_remote"], sink=v["sink"],
+        output_topic=v["output_topic"],
     )
 
 

@@ -1,4 +1,4 @@
-"""One micro-batch: decode, enrich, simulate the downstream write, append to the store.
+"""One micro-batch: decode, enrich, simulate the downstream write, write to the sink.
 
 The simulated write is I/O, not CPU: records are written in waves of ``inflight`` records and
 each wave costs ``process_ms`` of sleeping, so a batch of n records sleeps
@@ -22,7 +22,7 @@ from pytest_lagscale.contract.clock import Clock
 from .engine import ENRICHED_SCHEMA, Engine
 from .metrics import ReplicaMetrics
 from .records import DecodedBatch, Message, decode_messages, next_offsets
-from .store import ParquetStore
+from .store import Sink
 
 MIN_STEP_S = 0.002
 
@@ -107,7 +107,7 @@ class BatchProcessor:
 
     Args:
         engine: started enrichment engine.
-        store: the replica's Parquet store.
+        store: the replica's sink: the Parquet store or the output topic.
         simulator: the downstream write simulation.
         metrics: the replica's metrics.
         clock: monotonic clock for engine timing.
@@ -115,7 +115,7 @@ class BatchProcessor:
         wall_ns: wall clock in ns since the epoch.
     """
 
-    def __init__(self, engine: Engine, store: ParquetStore, simulator: WriteSimulator,
+    def __init__(self, engine: Engine, store: Sink, simulator: WriteSimulator,
                  metrics: ReplicaMetrics, clock: Clock,
                  on_first_record: Callable[[], None] = lambda: None,
                  wall_ns: Callable[[], int] = time.time_ns):

@@ -45,7 +45,7 @@ from .liveness import STATS_INTERVAL_MS, GroupLiveness
 from .metrics import MetricsServer, ReplicaMetrics
 from .options import ConsumerOptions
 from .pipeline import BatchProcessor, WriteSimulator
-from .store import ParquetStore
+from .store import Sink
 from .trigger import MicroBatch, MicroBatchTrigger, TriggerSettings
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -78,7 +78,7 @@ class ReplicaParts:
     engine: Engine
     events: EventLog
     metrics: ReplicaMetrics
-    store: ParquetStore
+    store: Sink
     clock: Clock
     make_consumer: Callable[[dict[str, Any]], GroupConsumer] = _make_consumer
     describe_members: Callable[[], set[str]] | None = None
@@ -183,7 +183,8 @@ class Replica:
         ev.emit("started", engine=opts.engine, balancer=opts.balancer, group=opts.group,
                 topic=opts.topic, commit=opts.commit, instance_id=opts.instance_id,
                 process_ms=opts.process_ms, inflight=opts.inflight, max_batch=opts.max_batch,
-                trigger_interval_s=opts.trigger_interval_s)
+                trigger_interval_s=opts.trigger_interval_s, sink=opts.sink,
+                output_topic=opts.output_topic)
         self.p.metrics.info.info({
             "replica_id": opts.replica_id, "engine": opts.engine, "balancer": opts.balancer,
             "group": opts.group, "topic": opts.topic, "commit": opts.commit,
@@ -368,6 +369,10 @@ class Replica:
                 self.p.engine.stop()
             except Exception as exc:  # the exit code already says what matters
                 self.p.events.emit("error", where="engine_stop", error=repr(exc))
+        try:
+            self.p.store.close()
+        except Exception as exc:  # every batch's write was complete when it was committed
+            self.p.events.emit("error", where="sink_close", error=repr(exc))
         if self._watchdog is not None:
             self._watchdog.cancel()
         self.p.events.emit("exited", code=code)

@@ -1,4 +1,7 @@
-"""The downstream store: one Parquet file per processed batch per replica.
+"""The downstream store: one Parquet file per processed batch per replica (``--sink parquet``).
+
+:class:`Sink` is what a batch is written to: this store, or an output topic
+(:mod:`spark_consumer.topic_sink`, ``--sink topic``); both write the rows of :func:`store_rows`.
 
 Files are ``<store>/<replica_id>/<incarnation>-<batch:06d>.parquet``, written to a dot-prefixed
 temporary name and renamed, so a reader (``pyarrow.parquet.read_table(store)`` or Spark) never
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +33,25 @@ STORE_SCHEMA = pa.schema(
     [*(f for f in ENRICHED_SCHEMA if f.name != "row"),
      pa.field("written_at_ns", pa.int64()), pa.field("replica_id", pa.string())]
 )
+
+
+class Sink(Protocol):
+    """Where a replica's processed records go; a write returns once they are durable there."""
+
+    def write(self, enriched: pa.Table, written_at_ns: np.ndarray) -> object:
+        """Write one batch's finished prefix (``enriched`` rows and their write end times)."""
+
+    def close(self) -> None:
+        """Release the sink's resources (every write is durable already)."""
+
+
+def store_rows(enriched: pa.Table, written_at_ns: np.ndarray, replica_id: str) -> pa.Table:
+    """:data:`STORE_SCHEMA` rows of a batch: the enriched rows (``row`` dropped), when each
+    record's write ended (int64 ns since the epoch) and the replica's id."""
+    n = enriched.num_rows
+    table = enriched.append_column("written_at_ns", pa.array(written_at_ns, pa.int64()))
+    table = table.append_column("replica_id", pa.repeat(pa.scalar(replica_id, pa.string()), n))
+    return table.select(STORE_SCHEMA.names).cast(STORE_SCHEMA)
 
 
 class ParquetStore:
@@ -58,11 +81,7 @@ class ParquetStore:
         Returns:
             The path of the new file.
         """
-        n = enriched.num_rows
-        table = enriched.append_column("written_at_ns", pa.array(written_at_ns, pa.int64()))
-        table = table.append_column("replica_id",
-                                    pa.repeat(pa.scalar(self.replica_id, pa.string()), n))
-        table = table.select(STORE_SCHEMA.names).cast(STORE_SCHEMA)
+        table = store_rows(enriched, written_at_ns, self.replica_id)
         self._batches += 1
         name = f"{self.incarnation}-{self._batches:06d}.parquet"
         tmp = self._dir / f".{name}.tmp"
@@ -70,6 +89,9 @@ class ParquetStore:
         final = self._dir / name
         os.replace(tmp, final)
         return final
+
+    def close(self) -> None:
+        """Nothing to release: each file is complete when :meth:`write` returns."""
 
 
 def read_store(root: str | Path) -> pa.Table:

@@ -7,7 +7,7 @@ whether the platform sets it per replica (:data:`PLATFORM_FLAGS`). ``spark_consu
 builds its argparse parser and environment fallbacks from it;
 :mod:`pytest_lagscale.config.replica_args` validates a Deployment's ``args`` with it. The enums
 (:data:`BALANCERS`, :data:`COOPERATIVE_BALANCERS`, :data:`REMOTE_ASSIGNORS`,
-:data:`COMMIT_MODES`, :data:`ENGINES`) are declared here only.
+:data:`COMMIT_MODES`, :data:`ENGINES`, :data:`SINKS`) are declared here only.
 
 Example:
     >>> FLAG_BY_OPTION["--max-batch"].parse("5000")
@@ -35,6 +35,9 @@ REMOTE_ASSIGNORS = ("uniform", "range")
 """Broker-side assignors of the KIP-848 ``consumer`` protocol."""
 COMMIT_MODES = ("manual", "auto")
 ENGINES = ("spark", "arrow", "spark-connect")
+SINKS = ("parquet", "topic")
+"""Where a replica writes its processed records: the Parquet store (``--store``) or an output
+topic (``--output-topic``, the record contract of :mod:`pytest_lagscale.contract.output_topic`)."""
 SPARK_REMOTE_PATTERN = re.compile(
     r"sc://(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
     r":(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
@@ -186,8 +189,16 @@ FLAGS: tuple[Flag, ...] = (
          "a port number in 0..65535", "9400", 0, "PORT", lo=0, hi=65535, platform=True),
     Flag("port-file", Path, "File receiving the bound metrics port (default: none)", "a path",
          "/tmp/replica.port", metavar="PATH"),
-    Flag("store", Path, "Directory of the downstream Parquet store (required)",
-         "a directory path", "/data/store", metavar="PATH", required=True, platform=True),
+    Flag("store", Path, "Directory of the downstream Parquet store, unused with --sink topic "
+         "(required)", "a directory path", "/data/store", metavar="PATH", required=True,
+         platform=True),
+    Flag("sink", str, "Where processed records go: one Parquet file per batch in --store "
+         "(parquet) or one record per processed record, with its input partition and offset in "
+         "headers, to --output-topic (topic) (default: parquet)", "one of " + ", ".join(SINKS),
+         "topic", "parquet", "{" + ",".join(SINKS) + "}", choices=SINKS),
+    Flag("output-topic", str, "Topic receiving the processed records, required with --sink "
+         "topic and refused otherwise (default: none)", "a non-empty topic name",
+         "events-processed", metavar="NAME"),
     Flag("instance-id", str, "Static membership group.instance.id (default: none)", _ID_TEXT,
          "$(POD_NAME)", metavar="ID", pattern=ID_PATTERN),
     Flag("max-batch", int, "Most records per micro-batch (default: 2000)",
@@ -260,7 +271,9 @@ def conflicts(given: Collection[str], balancer: str, engine: str | None = None
     Returns:
         One :class:`Conflict` per offending flag: ``--session-timeout`` with the KIP-848
         ``consumer`` protocol (its session timeout is a broker setting), ``--remote-assignor``
-        with a classic balancer, ``--spark-remote`` with an engine other than spark-connect.
+        with a classic balancer, ``--spark-remote`` with an engine other than spark-connect,
+        ``--output-topic`` with a ``--sink`` other than topic (``given["--sink"]`` when
+        ``given`` is a mapping holding it, else the default).
     """
     found = []
     if balancer == "consumer" and "--session-timeout" in given:
@@ -281,4 +294,11 @@ def conflicts(given: Collection[str], balancer: str, engine: str | None = None
                               f"is only valid with --engine spark-connect, not {engine!r}",
                               f"--spark-remote only with --engine spark-connect, not {engine!r}",
                               "drop --spark-remote or pass --engine spark-connect"))
+    sink = (given.get("--sink") if isinstance(given, Mapping) else None) or \
+        FLAG_BY_OPTION["--sink"].default
+    if sink in SINKS and sink != "topic" and "--output-topic" in given:
+        found.append(Conflict("--output-topic",
+                              f"is only valid with --sink topic, not {sink!r}",
+                              f"--output-topic only with --sink topic, not {sink!r}",
+                              "drop --output-topic or pass --sink topic"))
     return found
