@@ -20,9 +20,11 @@ produced_total - lost_total + unexpected_total``.
 
 :func:`reconcile` runs one Spark job (group by pair, tag each pair against its partition's range,
 sum once) in a small local session of its own (:class:`.local_spark.LocalSpark`), stopped before
-returning, also on error; pass ``spark=`` to reuse a session. :func:`reconcile_arrow` computes
-the same with pyarrow (another algorithm) to cross-check it in tests. Why Spark, and its
-timings: docs/experiments.md, "Notes moved from module docstrings", "analyze/reconcile.py".
+returning, also on error; pass ``spark=`` to reuse a session (:func:`spark_pair_counts` is the
+job, shared with an output topic's reconciliation, :mod:`.reconcile_topic`).
+:func:`reconcile_arrow` computes the same with pyarrow (another algorithm) to cross-check it in
+tests. Why Spark, and its timings: docs/experiments.md, "Notes moved from module docstrings",
+"analyze/reconcile.py".
 """
 
 from __future__ import annotations
