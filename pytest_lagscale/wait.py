@@ -26,9 +26,10 @@ Example:
 
 from __future__ import annotations
 
+import socket
 import urllib.error
 import urllib.request
-from typing import Callable, Protocol, TypeVar
+from typing import Callable, Mapping, Protocol, Sequence, TypeVar
 
 from .contract.clock import Clock, RealClock
 from .contract.errors import LagscaleError, ReadinessTimeout
@@ -111,13 +112,15 @@ def probe_ready(port: int, path: str, timeout_s: float = 0.5) -> bool:
     return probe_http(port, path, timeout_s)[0]
 
 
-def probe_http(port: int, path: str, timeout_s: float) -> tuple[bool, str]:
-    """``GET http://127.0.0.1:<port><path>``: (answered 200 within ``timeout_s`` seconds, what
-    it said: ``HTTP <status>: <first body line>``, ``no answer within <timeout> s`` or
-    ``GET failed: <error>``). Never raises for I/O errors."""
+def probe_http(port: int, path: str, timeout_s: float, *,
+               ok_statuses: range | tuple[int, ...] = (200,)) -> tuple[bool, str]:
+    """``GET http://127.0.0.1:<port><path>``: (answered with a status in ``ok_statuses`` (200;
+    a kubelet's httpGet probe takes 200-399) within ``timeout_s`` seconds, what it said:
+    ``HTTP <status>: <first body line>``, ``no answer within <timeout> s`` or ``GET failed:
+    <error>``). Never raises for I/O errors."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout_s) as resp:
-            return resp.status == 200, f"HTTP {resp.status}: {_first_line(resp.read(512))}"
+            return resp.status in ok_statuses, f"HTTP {resp.status}: {_first_line(resp.read(512))}"
     except urllib.error.HTTPError as exc:
         return False, f"HTTP {exc.code}: {_first_line(exc.read(512))}"
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -127,9 +130,40 @@ def probe_http(port: int, path: str, timeout_s: float) -> tuple[bool, str]:
         return False, f"GET failed: {reason}"
 
 
+def probe_tcp(port: int, timeout_s: float) -> tuple[bool, str]:
+    """A kubelet's ``tcpSocket`` probe on ``127.0.0.1:<port>``: (a connection opened within
+    ``timeout_s`` seconds, what happened). Never raises for I/O errors."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
+            return True, f"connected to port {port}"
+    except TimeoutError:
+        return False, f"no connection within {timeout_s:g} s"
+    except OSError as exc:
+        return False, f"connect to port {port} failed: {exc.strerror or exc}"
+
+
+def probe_exec(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) -> tuple[bool, str]:
+    """A kubelet's ``exec`` probe: run ``argv`` (with ``env`` added to this process's), success
+    when it exits 0 within ``timeout_s`` seconds; (ok, how it ended and its last output line).
+    A probe still running at the timeout is killed and fails, as a kubelet's does."""
+    from .process import ManagedProcess
+
+    process = ManagedProcess("exec-probe", list(argv), env=dict(env))
+    try:
+        process.start()
+    except (OSError, LagscaleError) as exc:
+        return False, f"{argv[0]}: cannot start: {exc}"
+    with process:
+        code = process.wait(timeout_s)
+    if code is None:
+        return False, f"{argv[0]}: still running after {timeout_s:g} s"
+    return code == 0, f"{argv[0]}: {describe_exit(code)}"
+
+
 def _first_line(body: bytes) -> str:
     text = body.decode("utf-8", "replace").strip()
     return text.splitlines()[0] if text else ""
 
 
-__all__ = ["TAIL_LINES", "Watched", "probe_http", "probe_ready", "wait_ready"]
+__all__ = ["TAIL_LINES", "Watched", "probe_exec", "probe_http", "probe_ready", "probe_tcp",
+           "wait_ready"]

@@ -83,6 +83,31 @@ class GroupHistory:
     _rebalance_start: float | None = None
     _before: dict[str, tuple[int, ...]] | None = None
     _stable_assignment: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    _committed: dict[int, int] = field(default_factory=dict)
+    _awaiting_commit: dict[str, tuple[float, dict[int, int | None]]] = field(default_factory=dict)
+
+    def observe_commits(self, at_s: float, committed: Mapping[int, int]) -> list[dict[str, Any]]:
+        """The events a read of the group's committed offsets (``{partition: offset}``) shows,
+        against the newest snapshot's assignment: ``committed_offsets`` when any changed, and
+        ``member_first_commit`` (member_id, partition, since_assigned_s) the first time a
+        partition a newly assigned member owns moves past the offset it had at the assignment
+        (the member's first commit: its first processed records, seen from the broker)."""
+        out: list[dict[str, Any]] = []
+        now = {int(k): int(v) for k, v in committed.items()}
+        if now != self._committed:
+            out.append(_event("committed_offsets", at_s,
+                              offsets={str(k): v for k, v in sorted(now.items())}))
+        for member_id, (assigned_s, start) in list(self._awaiting_commit.items()):
+            moved = sorted(p for p, offset in start.items()
+                           if now.get(p, -1) > (-1 if offset is None else offset))
+            if moved:
+                del self._awaiting_commit[member_id]
+                out.append(_event("member_first_commit", at_s, member_id=member_id,
+                                  partition=moved[0],
+                                  since_assigned_s=round(at_s - assigned_s, 3)))
+        self._committed = now
+        self.events.extend(out)
+        return out
 
     def observe(self, snap: GroupSnapshot) -> list[dict[str, Any]]:
         """The events since the previous snapshot.
@@ -104,6 +129,8 @@ class GroupHistory:
                                   client_id=member.client_id, host=member.host))
             if member.partitions and member.member_id not in self._assigned:
                 self._assigned.add(member.member_id)
+                self._awaiting_commit[member.member_id] = (
+                    snap.at_s, {p: self._committed.get(p) for p in member.partitions})
                 out.append(_event("member_assigned", snap.at_s, member_id=member.member_id,
                                   client_id=member.client_id, partitions=list(member.partitions),
                                   join_s=round(snap.at_s - self._first_seen[member.member_id],
@@ -112,6 +139,7 @@ class GroupHistory:
             out.append(_event("member_left", snap.at_s, member_id=member_id))
             self._first_seen.pop(member_id, None)
             self._assigned.discard(member_id)
+            self._awaiting_commit.pop(member_id, None)
         rebalancing = snap.state in REBALANCING_STATES
         if rebalancing and self._rebalance_start is None:
             self._rebalance_start = snap.at_s

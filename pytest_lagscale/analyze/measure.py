@@ -230,7 +230,7 @@ def _costs(timeline: pd.DataFrame, spec: RunSpec, start: _DrainInputs | None,
     if start is None:
         return out
     backlogs = (store.backlog_at(start.at_s, spec.partitions) if store is not None
-                and store.span_s is not None else None)
+                and store.span_s is not None and len(store.produced) else None)
     ideal = skew.ideal_drain(start.backlog_records, backlogs, shares, capacity,
                              spec.full_replicas, start.input_rate_per_s)
     out.update(ideal=ideal, ideal_drain_time_s=ideal.time_s,

@@ -47,7 +47,7 @@ TIMELINE_COLUMNS: dict[str, str] = {
     "produce_rate_per_s": "float64",
 }
 EVENT_COLUMNS: tuple[str, ...] = ("t_s", "monotonic_s", "source", "event", "replica_id", "fields")
-_NON_REPLICA_SOURCES = frozenset({"controller", "platform", "producer", "recorder"})
+_NON_REPLICA_SOURCES = frozenset({"controller", "platform", "producer", "recorder", "group"})
 _HEADER_KEYS = frozenset({"event", "source", "wall_time", "wall_ns", "monotonic_s", "replica_id"})
 
 

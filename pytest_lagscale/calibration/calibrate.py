@@ -45,6 +45,9 @@ def _processing(facts: RunFacts) -> tuple[float, int, int, float]:
 
     plan = plan_run(run_settings(facts.benchmark))
     replica = plan.deployment.replica
+    if replica is None:
+        raise ConfigError(f"{plan.deployment.source}: calibration reads the replica program's "
+                          "flags; this Deployment runs a command consumer")
     raw = replica.flags.get("--max-batch")
     max_batch = FLAG_BY_OPTION["--max-batch"].parse(raw) if raw else \
         FLAG_BY_OPTION["--max-batch"].default

@@ -6,7 +6,19 @@ Reads what the local platform needs to behave like the Deployment: the replica p
 request. Pod-spec fields the harness does not read are accepted as long as they are valid
 Kubernetes keys.
 
-Probes are ``httpGet`` probes on the replica's ``--metrics-port``; a missing field takes the
+Two kinds of consumer (:attr:`DeploymentConfig.kind`). ``spark_consumer``: the container runs
+the replica program, whose flags are read and checked (:mod:`.replica_args`). ``command``: any
+other program or image; the harness knows it only through its env, which must define
+:data:`CONNECTION_ENV` (``KAFKA_BOOTSTRAP``, ``KAFKA_TOPIC``, ``KAFKA_GROUP``: the run replaces
+their values with its broker, topic and group, and ``$(VAR)`` references in ``args`` expand to
+them; ``KAFKA_OUTPUT_TOPIC``, if defined, names the output topic it writes), and its probes. A replica of a command consumer shares this machine's network
+with the others, so the pod-template annotation :data:`LOCAL_PORT_ANNOTATION` may name an env
+variable whose value is a ``containerPort``: the local platform gives each replica a port of its
+own there (probes and scrapes follow it).
+
+The replica program's probes are ``httpGet`` probes on its ``--metrics-port``; a command
+consumer's may be ``httpGet``, ``tcpSocket`` or ``exec`` (as a kubelet runs them), or absent:
+then a replica is ready once it is a member of the group. A missing field takes the
 Kubernetes default (``initialDelaySeconds`` 0, ``periodSeconds`` 10, ``timeoutSeconds`` 1,
 ``successThreshold`` 1, ``failureThreshold`` 3) and a bad one is refused with the range the
 Kubernetes API allows (kubernetes.io API reference, core/v1 Probe: ``periodSeconds``,
@@ -46,22 +58,33 @@ CONTAINER_KEYS = ("name", "image", "command", "args", "workingDir", "ports", "en
                   "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty")
 PROBE_KEYS = ("exec", "httpGet", "tcpSocket", "grpc", "initialDelaySeconds", "timeoutSeconds",
               "periodSeconds", "successThreshold", "failureThreshold", "terminationGracePeriodSeconds")
+CONNECTION_ENV = ("KAFKA_BOOTSTRAP", "KAFKA_TOPIC", "KAFKA_GROUP")
+"""Env names through which the harness gives a command consumer its broker, topic and group."""
+OUTPUT_TOPIC_ENV = "KAFKA_OUTPUT_TOPIC"
+"""Optional env name of the output topic a command consumer writes each processed record to."""
+LOCAL_PORT_ANNOTATION = "pytest-lagscale.io/local-port-env"
+"""Pod-template annotation: the env variable holding the port each local replica gets."""
+PROBE_KINDS = ("httpGet", "tcpSocket", "exec")
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _CPU = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m?)")
 
 
 @dataclass(frozen=True)
 class HttpProbe:
-    """An ``httpGet`` probe (Kubernetes defaults filled).
+    """A probe (Kubernetes defaults filled): ``httpGet`` (``path`` on ``port``), ``tcpSocket``
+    (a connection to ``port``) or ``exec`` (``command`` exits 0).
 
     Attributes:
-        path: URL path, e.g. ``/ready``.
-        port: TCP port (a named port is resolved through the container's ``ports``).
+        path: URL path, e.g. ``/ready`` (``httpGet``; "" otherwise).
+        port: TCP port (a named port is resolved through the container's ``ports``; 0 for
+            ``exec``).
         initial_delay_s: seconds before the first probe (default 0).
         period_s: seconds between probes (default 10).
         timeout_s: seconds per probe (default 1).
         success_threshold: consecutive successes to become ready (default 1).
         failure_threshold: consecutive failures to become unready (default 3).
+        kind: ``httpGet``, ``tcpSocket`` or ``exec``.
+        command: the ``exec`` probe's argv (after ``$(VAR)`` expansion); () otherwise.
     """
 
     path: str
@@ -71,11 +94,13 @@ class HttpProbe:
     timeout_s: int = 1
     success_threshold: int = 1
     failure_threshold: int = 3
+    kind: str = "httpGet"
+    command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ReadinessProbe(HttpProbe):
-    """The ``readinessProbe`` (required): ``/ready``."""
+    """The ``readinessProbe``: ``/ready`` of the replica program (required there)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +117,29 @@ class LivenessProbe(HttpProbe):
 
 
 @dataclass(frozen=True)
+class CommandConsumer:
+    """A consumer the harness runs by its command alone (kind ``command``).
+
+    Attributes:
+        topic: ``KAFKA_TOPIC``'s value in the manifest.
+        group: ``KAFKA_GROUP``'s value in the manifest.
+        raw_args: ``command + args`` as written (``$(VAR)`` expanded per replica, from the
+            run's env).
+        port_env: the env variable named by :data:`LOCAL_PORT_ANNOTATION`, or None.
+        port: that variable's value in the manifest (a ``containerPort``), or None.
+        output_topic: ``KAFKA_OUTPUT_TOPIC``'s value, or None: the consumer writes no output
+            topic (exactness then comes from committed offsets, duplicates unmeasured).
+    """
+
+    topic: str
+    group: str
+    raw_args: tuple[str, ...]
+    port_env: str | None = None
+    port: int | None = None
+    output_topic: str | None = None
+
+
+@dataclass(frozen=True)
 class DeploymentConfig:
     """The consumer Deployment as the local platform needs it.
 
@@ -103,9 +151,11 @@ class DeploymentConfig:
         image: its image.
         argv: ``command + args`` after ``$(VAR)`` expansion.
         env: literal env values (entries with ``valueFrom`` are left out).
-        replica: the replica program's flags.
+        replica: the replica program's flags (kind ``spark_consumer``), or None.
+        command: the command consumer (kind ``command``), or None.
         termination_grace_period_s: seconds between SIGTERM and SIGKILL (default 30).
-        readiness: the readiness probe.
+        readiness: the readiness probe (None: a command consumer without one is ready once it
+            is a member of the group).
         liveness: the liveness probe, or None when the container has none.
         cpu_request_millicores: ``resources.requests.cpu`` in millicores (None when unset).
     """
@@ -117,17 +167,37 @@ class DeploymentConfig:
     image: str
     argv: tuple[str, ...]
     env: Mapping[str, str]
-    replica: ReplicaArgs
-    readiness: ReadinessProbe
+    replica: ReplicaArgs | None
+    readiness: ReadinessProbe | None
     termination_grace_period_s: int = 30
     cpu_request_millicores: int | None = None
     selector: Mapping[str, str] = field(default_factory=dict)
     liveness: LivenessProbe | None = None
+    command: CommandConsumer | None = None
 
     @property
     def name(self) -> str:
         """``metadata.name``."""
         return self.meta.name
+
+    @property
+    def kind(self) -> str:
+        """``spark_consumer`` (the replica program) or ``command`` (any other consumer)."""
+        return "spark_consumer" if self.replica is not None else "command"
+
+    @property
+    def topic(self) -> str:
+        """The topic the consumer reads, as the manifest says."""
+        return self.replica.topic if self.replica is not None else self._command().topic
+
+    @property
+    def group(self) -> str:
+        """The consumer group id, as the manifest says."""
+        return self.replica.group if self.replica is not None else self._command().group
+
+    def _command(self) -> CommandConsumer:
+        assert self.command is not None, "a Deployment has a replica program or a command"
+        return self.command
 
 
 def load_deployment(path: str | Path) -> DeploymentConfig:
@@ -153,12 +223,12 @@ def parse_deployment(doc: Any, *, source: str = "<string>") -> DeploymentConfig:
     p.unknown_keys(spec, "spec", DEPLOYMENT_SPEC_KEYS)
     replicas = _read.integer(spec, "replicas", "spec", p, default=None, lo=0, unit="replicas")
     selector = _selector(spec, p)
-    pod, labels = _pod_spec(spec, p)
+    pod, labels, annotations = _pod_spec(spec, p)
     for key, value in selector.items():
         if labels.get(key) != value:
             p.add(join("spec.selector.matchLabels", key), value, "a label also set in spec.template.metadata.labels",
                   f"add {key}: {value} to the template labels")
-    result = _container_part(pod, p) if pod is not None else None
+    result = _container_part(pod, annotations, p) if pod is not None else None
     p.raise_if_any()
     assert meta is not None and result is not None
     return DeploymentConfig(source=source, meta=meta, replicas=replicas, selector=selector, **result)
@@ -176,20 +246,22 @@ def _selector(spec: Mapping[str, Any], p: Problems) -> Mapping[str, str]:
     return MappingProxyType(dict(labels or {}))
 
 
-def _pod_spec(spec: Mapping[str, Any], p: Problems) -> tuple[Mapping[str, Any] | None, Mapping[str, Any]]:
+def _pod_spec(spec: Mapping[str, Any], p: Problems
+              ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any], Mapping[str, Any]]:
     template = _read.mapping(spec.get("template", MISSING), "spec.template", p, "a pod template mapping")
     if template is None:
-        return None, {}
+        return None, {}, {}
     p.unknown_keys(template, "spec.template", ("metadata", "spec"))
     meta = _read.mapping(template.get("metadata", {}), "spec.template.metadata", p) or {}
     labels = _read.mapping(meta.get("labels", {}), "spec.template.metadata.labels", p) or {}
+    annotations = _read.mapping(meta.get("annotations", {}), "spec.template.metadata.annotations", p) or {}
     pod = _read.mapping(template.get("spec", MISSING), "spec.template.spec", p, "a pod spec mapping")
     if pod is not None:
         p.unknown_keys(pod, "spec.template.spec", POD_SPEC_KEYS)
-    return pod, labels
+    return pod, labels, annotations
 
 
-def _container_part(pod: Mapping[str, Any], p: Problems) -> dict[str, Any] | None:
+def _container_part(pod: Mapping[str, Any], annotations: Mapping[str, Any], p: Problems) -> dict[str, Any] | None:
     """Pick the consumer container and read its argv, env, probe, request and the grace period."""
     path = "spec.template.spec"
     grace = _read.integer(pod, "terminationGracePeriodSeconds", path, p, default=30, lo=0, unit="seconds")
@@ -200,15 +272,21 @@ def _container_part(pod: Mapping[str, Any], p: Problems) -> dict[str, Any] | Non
     cpath, container = chosen
     p.unknown_keys(container, cpath, CONTAINER_KEYS)
     env = _env(container, cpath, p)
-    argv = tuple(_expand(str(a), env) for a in _argv(container, cpath, p))
+    raw = tuple(str(a) for a in _argv(container, cpath, p))
+    argv = tuple(_expand(a, env) for a in raw)
     if argv and program_end(argv) is None:
-        p.add(join(cpath, "command"), container.get("command", MISSING),
-              "a command running 'python -m spark_consumer' or 'spark-consumer'",
-              "set command: [python, -m, spark_consumer]")
-        return None
+        command = _command_consumer(container, cpath, env, raw, annotations, p)
+        readiness = _probe(container, "readinessProbe", cpath, env, p, http_only=False)
+        liveness = _liveness(container, cpath, env, p, http_only=False)
+        if command is None or grace is None or readiness is _BAD or liveness is _BAD:
+            return None
+        return dict(container_name=str(container.get("name", "")), image=str(container.get("image", "")),
+                    argv=argv, env=MappingProxyType(env), replica=None, command=command,
+                    readiness=readiness, liveness=liveness, termination_grace_period_s=grace,
+                    cpu_request_millicores=_cpu_request(container, cpath, p))
     replica = collect_replica_args(argv, join(cpath, "args"), p)
-    readiness = _readiness(container, cpath, p)
-    liveness = _liveness(container, cpath, p)
+    readiness = _readiness(container, cpath, env, p)
+    liveness = _liveness(container, cpath, env, p)
     if replica is not None and grace is not None and grace <= replica.drain_timeout_s:
         p.add(join(path, "terminationGracePeriodSeconds"), grace,
               f"an integer > --drain-timeout ({replica.drain_timeout_s:g} seconds)",
@@ -222,6 +300,31 @@ def _container_part(pod: Mapping[str, Any], p: Problems) -> dict[str, Any] | Non
     return dict(container_name=str(container.get("name", "")), image=str(container.get("image", "")),
                 argv=argv, env=MappingProxyType(env), replica=replica, readiness=readiness, liveness=liveness,
                 termination_grace_period_s=grace, cpu_request_millicores=_cpu_request(container, cpath, p))
+
+
+def _command_consumer(container: Mapping[str, Any], cpath: str, env: Mapping[str, str], raw: tuple[str, ...],
+                      annotations: Mapping[str, Any], p: Problems) -> CommandConsumer | None:
+    """The command consumer's topic, group and local port variable, from its env."""
+    missing = [name for name in CONNECTION_ENV if not env.get(name)]
+    if missing:
+        p.add(join(cpath, "env"), sorted(env), f"an env entry with a literal value for each of {', '.join(CONNECTION_ENV)}",
+              f"add {', '.join(missing)} (the harness gives the consumer its broker, topic and group through them)")
+        return None
+    port_env = annotations.get(LOCAL_PORT_ANNOTATION)
+    port = None
+    if port_env is not None:
+        apath = f"spec.template.metadata.annotations[{LOCAL_PORT_ANNOTATION}]"
+        declared = {int(item["containerPort"]) for item in container.get("ports") or []
+                    if isinstance(item, Mapping) and isinstance(item.get("containerPort"), int)}
+        value = env.get(str(port_env), "")
+        if not value.isdigit() or int(value) not in declared:
+            p.add(apath, port_env, "the name of an env variable whose value is one of the container's "
+                  f"containerPorts ({', '.join(map(str, sorted(declared))) or 'none declared'})",
+                  "add the variable, e.g. {name: METRICS_PORT, value: '9400'}, and use $(METRICS_PORT) in args")
+            return None
+        port_env, port = str(port_env), int(value)
+    return CommandConsumer(topic=env["KAFKA_TOPIC"], group=env["KAFKA_GROUP"], raw_args=raw,
+                           port_env=port_env, port=port, output_topic=env.get(OUTPUT_TOPIC_ENV) or None)
 
 
 def _choose_container(containers: list[Any], p: Problems) -> tuple[str, Mapping[str, Any]] | None:
@@ -276,7 +379,7 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
 
 
 _BAD = object()
-"""A liveness probe that is present but invalid (its problems are recorded)."""
+"""A probe that is present but invalid (its problems are recorded)."""
 _PROBE_NUMBERS = (("initial_delay_s", "initialDelaySeconds", 0, 0),  # (field, key, k8s default, minimum)
                   ("period_s", "periodSeconds", 10, 1),
                   ("timeout_s", "timeoutSeconds", 1, 1),
@@ -284,23 +387,35 @@ _PROBE_NUMBERS = (("initial_delay_s", "initialDelaySeconds", 0, 0),  # (field, k
                   ("failure_threshold", "failureThreshold", 3, 1))
 
 
-def _readiness(container: Mapping[str, Any], path: str, p: Problems) -> ReadinessProbe | None:
-    sub = join(path, "readinessProbe")
-    node = container.get("readinessProbe", MISSING)
-    if node is MISSING:
-        p.add(sub, node, "an httpGet probe on /ready", "add readinessProbe: {httpGet: {path: /ready, port: metrics}}")
+def _readiness(container: Mapping[str, Any], path: str, env: Mapping[str, str], p: Problems) -> ReadinessProbe | None:
+    """The replica program's readiness probe (required, ``httpGet``); None when missing or bad."""
+    if "readinessProbe" not in container:
+        p.add(join(path, "readinessProbe"), MISSING, "an httpGet probe on /ready",
+              "add readinessProbe: {httpGet: {path: /ready, port: metrics}}")
         return None
-    fields = _http_probe(node, sub, container, p)
-    return None if fields is None else ReadinessProbe(**fields)
+    probe = _probe(container, "readinessProbe", path, env, p)
+    return None if probe is _BAD else probe
 
 
-def _liveness(container: Mapping[str, Any], path: str, p: Problems) -> Any:
+def _probe(container: Mapping[str, Any], key: str, path: str, env: Mapping[str, str], p: Problems, *,
+           http_only: bool = True) -> Any:
+    """The readiness probe at ``key``; None when absent, :data:`_BAD` when invalid."""
+    sub = join(path, key)
+    node = container.get(key, MISSING)
+    if node is MISSING:
+        return None
+    fields = _probe_fields(node, sub, container, env, p, http_only=http_only)
+    return _BAD if fields is None else ReadinessProbe(**fields)
+
+
+def _liveness(container: Mapping[str, Any], path: str, env: Mapping[str, str], p: Problems, *,
+              http_only: bool = True) -> Any:
     """The liveness probe; None when the container has none, :data:`_BAD` when it is invalid."""
     sub = join(path, "livenessProbe")
     node = container.get("livenessProbe", MISSING)
     if node is MISSING:
         return None
-    fields = _http_probe(node, sub, container, p, liveness=True)
+    fields = _probe_fields(node, sub, container, env, p, liveness=True, http_only=http_only)
     if fields is None:
         return _BAD
     grace = _read.integer(node, "terminationGracePeriodSeconds", sub, p, default=None, lo=1, unit="seconds")
@@ -309,35 +424,49 @@ def _liveness(container: Mapping[str, Any], path: str, p: Problems) -> Any:
     return LivenessProbe(**fields, termination_grace_period_s=grace)
 
 
-def _http_probe(node: Any, sub: str, container: Mapping[str, Any], p: Problems, *,
-                liveness: bool = False) -> dict[str, Any] | None:
-    """The fields of an ``httpGet`` probe at ``sub`` (Kubernetes defaults filled), or None."""
+def _probe_fields(node: Any, sub: str, container: Mapping[str, Any], env: Mapping[str, str], p: Problems, *,
+                  liveness: bool = False, http_only: bool = True) -> dict[str, Any] | None:
+    """The fields of the probe at ``sub`` (Kubernetes defaults filled), or None."""
     probe = _read.mapping(node, sub, p)
     if probe is None:
         return None
     p.unknown_keys(probe, sub, PROBE_KEYS)
     example = "{path: /healthz, port: metrics}" if liveness else "{path: /ready, port: metrics}"
-    if "httpGet" not in probe:
+    kinds = [key for key in PROBE_KINDS if key in probe]
+    if http_only and "httpGet" not in probe:
         other = next((key for key in ("exec", "tcpSocket", "grpc") if key in probe), None)
         p.add(join(sub, "httpGet"), MISSING, "an httpGet probe (the harness runs HTTP probes only)",
               f"replace {other} with httpGet: {example}" if other else f"add httpGet: {example}")
         return None
-    get = _read.mapping(probe["httpGet"], join(sub, "httpGet"), p, "an httpGet mapping")
-    if get is None:
+    if len(kinds) != 1:
+        p.add(sub, sorted(k for k in probe if k in (*PROBE_KINDS, "grpc")),
+              "exactly one of httpGet, tcpSocket or exec", f"e.g. httpGet: {example}")
         return None
-    gpath = join(sub, "httpGet")
-    p.unknown_keys(get, gpath, ("path", "port", "host", "scheme", "httpHeaders"))
-    url = _read.string(get, "path", gpath, p, default="/")
-    port = _probe_port(get.get("port", MISSING), container, join(gpath, "port"), p)
+    kind = kinds[0]
     numbers = {name: _read.integer(probe, key, sub, p, default=default, lo=lo, unit="seconds" if "Seconds" in key else "")
                for name, key, default, lo in _PROBE_NUMBERS}
     if liveness and numbers["success_threshold"] not in (None, 1):
         p.add(join(sub, "successThreshold"), numbers["success_threshold"], "1 (Kubernetes requires 1 for a liveness probe)",
               "set successThreshold: 1 or leave it out")
         numbers["success_threshold"] = None
-    if port is None or url is None or None in numbers.values():
+    action = _read.mapping(probe[kind], join(sub, kind), p, f"a {kind} mapping")
+    if action is None or None in numbers.values():
         return None
-    return dict(path=url, port=port, **numbers)
+    kpath = join(sub, kind)
+    if kind == "exec":
+        p.unknown_keys(action, kpath, ("command",))
+        command = _read.sequence(action, "command", kpath, p, required=True) or []
+        if not command or not all(isinstance(c, str) for c in command):
+            p.add(join(kpath, "command"), command or MISSING, "a non-empty list of strings", "e.g. command: [cat, /tmp/ready]")
+            return None
+        return dict(path="", port=0, kind=kind, command=tuple(_expand(c, env) for c in command), **numbers)
+    keys = ("path", "port", "host", "scheme", "httpHeaders") if kind == "httpGet" else ("port", "host")
+    p.unknown_keys(action, kpath, keys)
+    url = _read.string(action, "path", kpath, p, default="/") if kind == "httpGet" else ""
+    port = _probe_port(action.get("port", MISSING), container, join(kpath, "port"), p)
+    if port is None or url is None:
+        return None
+    return dict(path=url, port=port, kind=kind, **numbers)
 
 
 def _probe_port(value: Any, container: Mapping[str, Any], path: str, p: Problems) -> int | None:

@@ -77,9 +77,11 @@ def check_manifests(manifests: Manifests) -> None:
         for trigger in so.triggers:
             base = f"spec.triggers[{trigger.index}].metadata"
             if trigger.kafka is not None:
-                for key, mine, theirs, flag in (("topic", trigger.kafka.topic, deployment.replica.topic, "--topic"),
+                command = deployment.replica is None
+                for key, mine, theirs, flag in (("topic", trigger.kafka.topic, deployment.topic,
+                                                 "KAFKA_TOPIC" if command else "--topic"),
                                                 ("consumerGroup", trigger.kafka.consumer_group,
-                                                 deployment.replica.group, "--group")):
+                                                 deployment.group, "KAFKA_GROUP" if command else "--group")):
                     if mine and mine != theirs:
                         p.add(f"{base}.{key}", mine, f"the Deployment's {flag} ({theirs!r}, {deployment.source})",
                               f"use the same {key} in both files")

@@ -35,7 +35,7 @@ from .eventlog import read_events
 
 #: Per-source event logs directly in the run directory, in merge order (ties keep this order).
 SOURCE_EVENT_LOGS = ("runner.events.jsonl", "producer.events.jsonl", "controller.events.jsonl",
-                     "platform.events.jsonl")
+                     "platform.events.jsonl", "group.events.jsonl")
 #: A replica's event log inside ``replicas/<replica id>/``.
 REPLICA_EVENT_LOG = "events.jsonl"
 #: A replica's stdout and stderr inside ``replicas/<replica id>/``.

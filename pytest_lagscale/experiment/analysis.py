@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..analyze.broker_view import broker_replica_records, commit_times
 from ..analyze.measure import RunSpec, measure
 from ..analyze.skew import counts_by_partition
 from ..analyze.store_rate import read_store_times
@@ -63,8 +64,18 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
 
     plan, layout = run.plan, run.layout
     records = layout.merge_events()
-    events = events_from_records(records, origin_s=run.clock.start_monotonic_s)
-    reconciliation = reconcile_run(layout)
+    origin_s = run.clock.start_monotonic_s
+    if plan.deployment.command is not None:  # seen from the broker only
+        records = broker_replica_records(records)
+        store = commit_times(records, origin_s)
+        reconciliation = getattr(run, "output_reconciliation", None)
+        committed = getattr(run, "committed_exactness", None)
+    else:
+        store = read_store_times(layout.store, records, origin_s)
+        reconciliation = reconcile_run(layout)
+        committed = None
+    sources = measured_from(run, store, reconciliation, committed)
+    events = events_from_records(records, origin_s=origin_s)
     manifest = run.produce_result.manifest
     spec = RunSpec(lag_threshold_records=plan.reference_lag_threshold,
                    min_replicas=plan.min_replicas, max_replicas=plan.max_replicas,
@@ -73,10 +84,11 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                                      else WARM_UP_S),
                    partition_counts=counts_by_partition(manifest.counts(),
                                                         plan.profile.partitions))
-    store = read_store_times(layout.store, records, run.clock.start_monotonic_s)
     measurements = measure(run.timeline, events, spec, store)
+    lost = (reconciliation.lost_total if reconciliation is not None
+            else committed.unconsumed_total if committed is not None else None)
     extra = {"produced_records": float(manifest.total_acked),
-             "lost_records": None if reconciliation is None else float(reconciliation.lost_total),
+             "lost_records": None if lost is None else float(lost),
              "duplicated_records": (None if reconciliation is None
                                     else float(reconciliation.duplicated_total)),
              "run_wall_time_s": wall_time_s}
@@ -111,12 +123,39 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                        extra_metrics=extra,
                        # the signal's staleness at the controller's steps, per source kind
                        run_info={**_run_info(run), "lag_signal": signal_summary(records),
-                                 **_platform_info(run, records)},
+                                 **_platform_info(run, records), "measured_from": sources,
+                                 **({"committed_exactness": committed.to_dict()}
+                                    if committed is not None else {})},
                        experiment={"replicas": replicas.to_dict()},
                        machine_info=machine_info(), commit_info=commit_info(),
                        store_times=store, world=world)
     result.write()
     return result
+
+
+def measured_from(run: Any, store: Any, reconciliation: Any, committed: Any) -> dict[str, Any]:
+    """Where each family of figures came from (``run.measured_from`` in benchmark.json).
+
+    ``consumer``: ``spark_consumer`` (its event logs and store) or ``command`` (the broker's
+    view: the group observer and the lag exporter). ``rates_and_dips``: ``store`` (per-record
+    write times), ``committed_offsets`` (the group's commit progress at the observer's
+    interval) or None (nothing to read). ``exactness``: ``store`` or ``output_topic`` (lost and
+    duplicated counted on Spark), ``committed_offsets`` (lost only: duplicates are not
+    measurable), or None. ``reaction``: ``replica_events`` or ``group`` (join = member appeared
+    -> first assignment, first fetch = assignment -> the member's first commit)."""
+    command = run.plan.deployment.command is not None
+    if store is None:
+        rates = None
+    else:
+        rates = "committed_offsets" if command else "store"
+    if reconciliation is not None:
+        exactness = "output_topic" if command else "store"
+    else:
+        exactness = "committed_offsets" if committed is not None else None
+    return {"consumer": run.plan.deployment.kind, "rates_and_dips": rates,
+            "exactness": exactness, "duplicates_measured": reconciliation is not None,
+            "reaction": "group" if command else "replica_events",
+            "output_topic": getattr(run, "output_topic", None)}
 
 
 def world_of(run: Any, events: Any, incomplete: str | None) -> dict[str, Any]:

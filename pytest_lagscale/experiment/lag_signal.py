@@ -95,7 +95,7 @@ def start_lag_sources(run: Any, stack: ExitStack) -> None:
     plan: LagSourcePlan = run.plan.lag_source
     parts, prometheus_url = run.parts, run.parts.prometheus.url
     services = RunServices(prometheus_url=prometheus_url, cluster_name=CLUSTER_NAME, group=run.group,
-                           topic=run.topic, manifest_group=run.plan.deployment.replica.group,
+                           topic=run.topic, manifest_group=run.plan.deployment.group,
                            manifest_topic=run.plan.profile.topic)
     info: dict[str, Any] = {"kind": plan.kind}
     if plan.cloudwatch:

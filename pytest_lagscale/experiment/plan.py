@@ -151,25 +151,12 @@ def plan_run(settings: RunSettings) -> RunPlan:
     actions = plan_actions((*profile.actions, *settings.actions),
                            PlanFacts(partitions=profile.partitions))
     grown = [a.action.to for a in actions if hasattr(a.action, "to")]
-    flag_overrides: dict[str, str] = {}
-    if settings.balancer:
-        flag_overrides["--balancer"] = settings.balancer
-    if settings.engine:
-        flag_overrides["--engine"] = settings.engine
-    if settings.trigger_interval_s is not None:
-        flag_overrides["--trigger-interval"] = f"{settings.trigger_interval_s:g}"
-    replica = deployment.replica
-    if settings.static_membership:
-        flag_overrides.update(static_membership_flags(settings.balancer or replica.balancer,
-                                                      replica.flags))
-    engine = settings.engine or replica.engine
-    spark_remote = settings.spark_remote or replica.flags.get("--spark-remote") or None
-    if settings.spark_remote:
-        flag_overrides["--spark-remote"] = settings.spark_remote
-    if spark_remote and engine != "spark-connect":
-        raise ConfigError(f"--spark-remote: {spark_remote!r} is only for --engine spark-connect "
-                          f"(the replicas run {engine!r}); drop it or pass --engine spark-connect")
-    capacity = (replica.inflight * 1000.0 / replica.process_ms) if replica.process_ms else None
+    if deployment.replica is None:
+        engine, balancer, trigger_interval_s, capacity, flag_overrides, spark_remote = \
+            _command_consumer_plan(settings, deployment)
+    else:
+        engine, balancer, trigger_interval_s, capacity, flag_overrides, spark_remote = \
+            _replica_program_plan(settings, deployment.replica)
     policy = build_policy(policy_config)
     reference = policy.lag_threshold_records
     if reference is None:
@@ -185,10 +172,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    deployment=deployment, flag_overrides=flag_overrides,
                    lag_threshold=policy.lag_threshold_records, capacity_per_s=capacity,
                    engine=engine, spark_remote=spark_remote,
-                   trigger_interval_s=(settings.trigger_interval_s
-                                       if settings.trigger_interval_s is not None
-                                       else replica.trigger_interval_s),
-                   balancer=settings.balancer or replica.balancer,
+                   trigger_interval_s=trigger_interval_s, balancer=balancer,
                    spike=profile_spike_window(profile), actions=actions,
                    max_partitions=max([profile.partitions, *grown]),
                    reference_lag_threshold=int(reference or 0), policy_kind=policy.name,
@@ -253,3 +237,79 @@ def _check_local_scaler_metadata(policy: Any, source: str) -> None:
 
 __all__ = ["STATIC_SESSION_TIMEOUT_S", "RunPlan", "plan_run", "profile_spike_window",
            "static_membership_flags"]
+
+
+def _replica_program_plan(settings: Any, replica: Any
+                          ) -> tuple[str, str, float, float | None, dict[str, str], str | None]:
+    """(engine, balancer, trigger interval s, capacity records/s, flag overrides, Spark
+    remote) of the replica program, with the run's options applied.
+
+    Raises:
+        ConfigError: ``--spark-remote`` without the spark-connect engine.
+    """
+    flag_overrides: dict[str, str] = {}
+    if settings.balancer:
+        flag_overrides["--balancer"] = settings.balancer
+    if settings.engine:
+        flag_overrides["--engine"] = settings.engine
+    if settings.trigger_interval_s is not None:
+        flag_overrides["--trigger-interval"] = f"{settings.trigger_interval_s:g}"
+    if settings.static_membership:
+        flag_overrides.update(static_membership_flags(settings.balancer or replica.balancer,
+                                                      replica.flags))
+    engine = settings.engine or replica.engine
+    spark_remote = settings.spark_remote or replica.flags.get("--spark-remote") or None
+    if settings.spark_remote:
+        flag_overrides["--spark-remote"] = settings.spark_remote
+    if spark_remote and engine != "spark-connect":
+        raise ConfigError(f"--spark-remote: {spark_remote!r} is only for --engine spark-connect "
+                          f"(the replicas run {engine!r}); drop it or pass --engine spark-connect")
+    capacity = (replica.inflight * 1000.0 / replica.process_ms) if replica.process_ms else None
+    interval = (settings.trigger_interval_s if settings.trigger_interval_s is not None
+                else replica.trigger_interval_s)
+    return engine, settings.balancer or replica.balancer, interval, capacity, flag_overrides, \
+        spark_remote
+
+
+#: Run options that set the replica program's flags: a command consumer has none of them.
+_REPLICA_PROGRAM_OPTIONS = (("engine", "--engine"), ("trigger_interval_s", "--trigger-interval"),
+                            ("spark_remote", "--spark-remote"),
+                            ("static_membership", "--static-membership"))
+
+
+def _command_consumer_plan(settings: Any, deployment: Any
+                           ) -> tuple[str, str, float, float | None, dict[str, str], None]:
+    """The same facts for a command consumer: engine ``command``, the balancer its args name
+    (an arg ``-balancer=X`` or ``--balancer=X``, which ``--balancer`` rewrites), no trigger
+    interval, no nominal capacity.
+
+    Raises:
+        ConfigError: an option that sets a replica-program flag, or ``--balancer`` when the
+            args name no balancer.
+    """
+    given = [flag for field, flag in _REPLICA_PROGRAM_OPTIONS if getattr(settings, field, None)]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: set(s) a flag of the replica program, but "
+                          f"{deployment.source} runs a command consumer "
+                          f"({deployment.command.raw_args[0]}); drop the option or set it in "
+                          "the Deployment's args or env")
+    named = _named_balancer(deployment.command.raw_args)
+    overrides: dict[str, str] = {}
+    if settings.balancer:
+        if named is None:
+            raise ConfigError(f"--balancer: {settings.balancer!r} cannot be applied: the args of "
+                              f"{deployment.source} name no balancer (an arg -balancer=X or "
+                              "--balancer=X); add one or drop --balancer")
+        overrides[named[0]] = settings.balancer
+    return "command", settings.balancer or (named[1] if named else "unknown"), 0.0, None, \
+        overrides, None
+
+
+def _named_balancer(args: tuple[str, ...]) -> tuple[str, str] | None:
+    """(the arg's key, its value) of the last ``-balancer=X``/``--balancer=X`` in ``args``."""
+    found = None
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if eq and key.lstrip("-") == "balancer":
+            found = (key, value)
+    return found

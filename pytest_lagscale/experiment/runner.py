@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from ..contract.clock import Clock, RealClock
 from ..contract.rundir import RunDir
-from ..contract.errors import LagscaleError
+from ..contract.errors import ConfigError, LagscaleError
 from ..contract.eventlog import EventLog
 from ..observe.lag_exporter import partition_lag
 from .plan import RunPlan, plan_run
@@ -66,6 +66,8 @@ FIRST_DECISION_SLACK_S = 10.0
 LAG_READ_REQUEST_TIMEOUT_S = 10.0
 #: Seconds a stopping run waits for the producer thread (its flush is bounded by 5 s).
 PRODUCER_STOP_S = 10.0
+#: Seconds between the group observer's looks (describe + committed offsets).
+GROUP_OBSERVER_INTERVAL_S = 0.5
 #: Seconds the record phase waits for a restarted Prometheus before its second attempt.
 RECORD_RETRY_S = 30.0
 #: Lag reads are bounded by the policy's polling interval; a policy without one: this.
@@ -138,6 +140,7 @@ class _Parts:
     total_lag_source: Any = None
     value_reader: Any = None
     watch: Any = None
+    group_observer: Any = None
 
 
 def run_suffix(run_dir_name: str) -> str:
@@ -170,7 +173,11 @@ class Run:
         shared = cluster is not None or plan.settings.kafka == "external"
         suffix = run_suffix(layout.name) if shared else ""
         self.topic = f"{plan.profile.topic}{suffix}"
-        self.group = f"{plan.deployment.replica.group}{suffix}"
+        self.group = f"{plan.deployment.group}{suffix}"
+        command = plan.deployment.command
+        #: the output topic a command consumer writes (its manifest's name + the suffix), or None
+        self.output_topic = (f"{command.output_topic}{suffix}"
+                             if command is not None and command.output_topic else None)
         self.parts = _Parts(cluster=cluster)
         self.events = EventLog(layout.source_events("runner"), source="runner", clock=clock)
         self.produce_result: Any = None
@@ -185,6 +192,9 @@ class Run:
         self._harness_cpu_start: tuple[float, float] | None = None
         #: What the ``sources`` phase started (kind, addresses; ``run_info.lag_source``).
         self.lag_signal: dict[str, Any] = {}
+        #: A command consumer's exactness, read in the record phase (None: not read).
+        self.output_reconciliation: Any = None
+        self.committed_exactness: Any = None
         #: The spark-connect engine's server URL (the plan's, or the run's own server's).
         self.spark_remote: str | None = plan.spark_remote
 
@@ -244,6 +254,8 @@ class Run:
         # closed after everything that reads lag through it has stopped, before the broker
         stack.callback(self.parts.admin.close)
         self.parts.admin.create_topic(self.topic, self.plan.profile.partitions)
+        if self.output_topic is not None:
+            self.parts.admin.create_topic(self.output_topic, self.plan.profile.partitions)
         lag_reads = BoundedLagReads(
             lambda: KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
                                timeout_s=LAG_READ_REQUEST_TIMEOUT_S),
@@ -318,14 +330,26 @@ class Run:
         from ..platform.local import template_from_deployment
 
         plan = self.plan
+        observer = self._observe_group(stack)
+        if plan.deployment.command is not None:
+            overrides = dict(plan.flag_overrides)
+        else:
+            overrides = {"--topic": self.topic, "--group": self.group, **plan.flag_overrides,
+                         **({"--spark-remote": self.spark_remote} if self.spark_remote else {})}
+        connection = {"KAFKA_TOPIC": self.topic, "KAFKA_GROUP": self.group,
+                      **({"KAFKA_OUTPUT_TOPIC": self.output_topic} if self.output_topic else {})}
         self.parts.template = template_from_deployment(
-            plan.deployment, self.parts.cluster.bootstrap_servers,
-            flag_overrides={"--topic": self.topic, "--group": self.group,
-                            **plan.flag_overrides,
-                            **({"--spark-remote": self.spark_remote} if self.spark_remote
-                               else {})})
+            plan.deployment, self.parts.cluster.bootstrap_servers, flag_overrides=overrides,
+            connection=connection)
         platform = make_platform(plan.settings.platform, self.parts.template, self.layout,
                                  graceful=plan.settings.graceful)
+        if plan.deployment.command is not None and plan.deployment.readiness is None:
+            use = getattr(platform, "use_group_membership", None)
+            if use is None:
+                raise ConfigError(f"{plan.deployment.source}: the consumer has no readinessProbe "
+                                  f"and the {plan.settings.platform} platform cannot use group "
+                                  "membership instead; add a readinessProbe")
+            use(observer.members_with_partitions)
         configure = getattr(platform, "configure", None)
         if configure is not None:  # a platform that needs the plan (kubernetes: HPA timing)
             configure(plan)
@@ -335,6 +359,25 @@ class Run:
         self._show("starting")
         platform.scale(plan.min_replicas)
         platform.wait_ready(plan.min_replicas, within_s=READY_TIMEOUT_S)
+
+    def _observe_group(self, stack: ExitStack) -> Any:
+        """Start the group observer (``group.events.jsonl``: members, rebalances, committed
+        offsets every :data:`GROUP_OBSERVER_INTERVAL_S`) on an admin of its own whose requests
+        are bounded by :data:`LAG_READ_REQUEST_TIMEOUT_S`, so a broker that stops answering
+        delays a look, never the run; stopped before its admin is closed."""
+        from ..kafka.admin import KafkaAdmin
+        from ..observe.group import GroupObserver
+
+        cluster = self.parts.cluster
+        admin = KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
+                           timeout_s=LAG_READ_REQUEST_TIMEOUT_S)
+        stack.callback(admin.close)
+        observer = GroupObserver(admin, self.group, self.topic,
+                                 self.layout.source_events("group"),
+                                 interval_s=GROUP_OBSERVER_INTERVAL_S, committed=True)
+        stack.callback(observer.stop)
+        self.parts.group_observer = observer.start()
+        return observer
 
     def autoscale(self, stack: ExitStack) -> None:
         policy = self.plan.build_policy(created_at_s=self.clock.inner.now())
@@ -465,7 +508,8 @@ class Run:
             self.harness_cpu_fraction = round((time.process_time() - cpu0) / wall, 4) \
                 if wall > 0 else None
         self._show("recording")
-        recorder = Recorder(self.parts.prometheus.url, default_queries(self.group))
+        recorder = Recorder(self.parts.prometheus.url,
+                            default_queries(self.group, self.plan.deployment.kind))
         try:
             self.timeline = recorder.record(self.layout.root, self.clock.start_wall_s,
                                             end_wall_s)
@@ -474,6 +518,32 @@ class Run:
             self._wait_prometheus(RECORD_RETRY_S)
             self.timeline = recorder.record(self.layout.root, self.clock.start_wall_s,
                                             end_wall_s)
+        if self.plan.deployment.command is not None:
+            self._read_exactness()
+
+    def _read_exactness(self) -> None:
+        """A command consumer's exactness, read while the broker is up: its output topic
+        reconciled on Spark (:func:`~..analyze.reconcile_topic.reconcile_topic_run`), else its
+        group's committed offsets against the manifest (no loss; duplicates unmeasured). A read
+        that fails leaves the figure missing (logged), never a guess."""
+        from ..analyze.committed_exactness import consumed_from_committed
+        from ..analyze.reconcile_topic import reconcile_topic_run
+
+        cluster = self.parts.cluster
+        self.output_reconciliation = self.committed_exactness = None
+        try:
+            if self.output_topic is not None:
+                self._show("reconciling the output topic")
+                self.output_reconciliation = reconcile_topic_run(
+                    self.layout, cluster.bootstrap_servers, self.output_topic,
+                    client_config=cluster.client_config)
+            else:
+                committed = self.parts.admin.committed_offsets(self.group, self.topic)
+                self.committed_exactness = consumed_from_committed(
+                    {p: (None if o < 0 else o) for p, o in committed.items()},
+                    self.produce_result.manifest)
+        except LagscaleError as exc:
+            log.warning("run %s: exactness not measured: %s", self.layout.name, exc)
 
     def _wait_prometheus(self, within_s: float) -> None:
         """Wait until the run's Prometheus answers ready (bounded)."""

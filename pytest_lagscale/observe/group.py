@@ -6,8 +6,10 @@ id, client id, host and assignment of the topic) and writes what changed to an e
 (``group.events.jsonl`` in a run directory): a ``group_snapshot`` when the state or the
 assignment changed, and the membership and rebalance events of
 :class:`pytest_lagscale.analyze.group_events.GroupHistory` (joins, join times, leaves,
-rebalances with their duration and the partitions revoked, assigned and moved). A describe
-that fails is a ``group_read_failed`` event, never a held value.
+rebalances with their duration and the partitions revoked, assigned and moved). With
+``committed=True`` each look also reads the group's committed offsets (``committed_offsets``
+when they moved, ``member_first_commit`` for each newly assigned member's first progress). A
+read that fails is a ``group_read_failed`` event, never a held value.
 
 Example:
     >>> with GroupObserver(admin, "enrich", "events", path) as observer:  # doctest: +SKIP
@@ -42,13 +44,15 @@ class GroupObserver(StartStop):
         events_path: the event log (source ``group``), or None for none.
         interval_s: seconds between looks, 0.1..10.
         clock: wall time in seconds (``time.time`` by default): the snapshots' ``at_s``.
+        committed: also read the committed offsets of ``topic`` at each look.
 
     Raises:
         ConfigError: ``interval_s`` out of range.
     """
 
     def __init__(self, admin: Any, group: str, topic: str, events_path: str | Path | None,
-                 *, interval_s: float = 0.5, clock: Callable[[], float] = time.time):
+                 *, interval_s: float = 0.5, clock: Callable[[], float] = time.time,
+                 committed: bool = False):
         if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:
             raise ConfigError(f"interval_s: {interval_s!r} is out of range; allowed: seconds "
                               f"in [{MIN_INTERVAL_S:g}, {MAX_INTERVAL_S:g}]")
@@ -60,6 +64,14 @@ class GroupObserver(StartStop):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_key: tuple[Any, ...] | None = None
+        self.committed = committed
+        #: the newest snapshot read, None before the first or after a failed describe
+        self.last: GroupSnapshot | None = None
+
+    def members_with_partitions(self) -> int | None:
+        """Members holding partitions of ``topic`` at the newest look (None: unknown)."""
+        last = self.last
+        return None if last is None else sum(1 for m in last.members if m.partitions)
 
     def start(self) -> "GroupObserver":
         """Start looking (the first look is made on the thread at once); returns self."""
@@ -85,6 +97,7 @@ class GroupObserver(StartStop):
             state = self.admin.describe_group(self.group, self.topic)
         except Exception as exc:  # any failure is recorded, never a held value
             self.failures += 1
+            self.last = None
             self.events.emit("group_read_failed", at_s=at_s, group=self.group,
                              error=f"{type(exc).__name__}: {exc}"[:300])
             return None
@@ -100,7 +113,18 @@ class GroupObserver(StartStop):
                              members=[{"member_id": m.member_id, "client_id": m.client_id,
                                        "host": m.host, "partitions": list(m.partitions)}
                                       for m in snap.members])
-        for event in self.history.observe(snap):
+        events = self.history.observe(snap)
+        self.last = snap
+        if self.committed:
+            try:
+                events += self.history.observe_commits(self.clock(), self.admin.committed_offsets(
+                    self.group, self.topic))
+            except Exception as exc:  # recorded, never a held value
+                self.failures += 1
+                self.events.emit("group_read_failed", at_s=self.clock(), group=self.group,
+                                 what="committed_offsets",
+                                 error=f"{type(exc).__name__}: {exc}"[:300])
+        for event in events:
             fields = {k: v for k, v in event.items() if k != "event"}
             self.events.emit(event["event"], group=self.group, **fields)
         return snap

@@ -59,8 +59,27 @@ AGE_COLUMNS: tuple[str, ...] = ("total_lag_age_s", "desired_replicas_age_s",
 RangeResult = list[dict[str, Any]]
 
 
-def default_queries(group: str = "enrich") -> dict[str, str]:
-    """The documented PromQL per timeline column (see the module docstring)."""
+def default_queries(group: str = "enrich", consumer_kind: str = "spark_consumer"
+                    ) -> dict[str, str]:
+    """The documented PromQL per timeline column (see the module docstring).
+
+    ``consumer_kind`` ``command`` (a consumer with none of the replica program's metrics):
+    ready replicas from the platform (``kube_deployment_status_replicas_ready``) and the
+    consume rate from the group's committed offsets (the lag exporter's
+    ``kafka_consumergroup_current_offset_sum``), both measured without the consumer's help.
+    """
+    queries = _replica_program_queries(group)
+    if consumer_kind == "command":
+        queries.update(
+            ready_replicas="sum(kube_deployment_status_replicas_ready)",
+            ready_replicas_age_s=("time() - max(timestamp("
+                                  "kube_deployment_status_replicas_ready))"),
+            consume_rate_per_s=("sum(irate(kafka_consumergroup_current_offset_sum"
+                                f'{{consumergroup="{group}"}}[3s]))'))
+    return queries
+
+
+def _replica_program_queries(group: str) -> dict[str, str]:
     return {
         "total_lag": f'sum(kafka_consumergroup_lag_sum{{consumergroup="{group}"}})',
         "desired_replicas": "sum(kube_horizontalpodautoscaler_status_desired_replicas)",

@@ -81,6 +81,13 @@ class ControllerMetrics:
         self.current = Gauge("kube_horizontalpodautoscaler_status_current_replicas",
                              "Current replicas of the scale target", hpa_labels,
                              registry=self.registry)
+        self.ready = Gauge("kube_deployment_status_replicas_ready", "Ready replicas of the "
+                           "scale target (kube-state-metrics' name), read at scrape time",
+                           ["namespace", "deployment"], registry=self.registry)
+
+    def read_ready(self, deployment: str, ready: Any) -> None:
+        """Serve ``ready()`` (ready replicas) as ``kube_deployment_status_replicas_ready``."""
+        self.ready.labels("default", deployment).set_function(lambda: float(ready()))
 
     def record(self, decision: PolicyStep) -> None:
         """Update the series from one step (its trigger evaluations, if it has any)."""
@@ -150,6 +157,9 @@ class LocalAutoscaler(StartStop):
         self.events = EventLog(event_log_path, source="controller", clock=self.clock)
         name = name or policy.metrics_name
         self.metrics = ControllerMetrics(name, f"keda-hpa-{name}")
+        if hasattr(deployment, "ready_replicas"):
+            self.metrics.read_ready(getattr(deployment, "name", name),
+                                    lambda: deployment.ready_replicas)
         self.cpu_request_millicores = cpu_request_millicores
         self._cpu = (cpu_sampler or CpuSampler()) if cpu_request_millicores else None
         self.external_scalers = external_scalers

@@ -8,8 +8,11 @@ newest replicas first by SIGTERM and, after ``terminationGracePeriodSeconds``, S
 that exits on its own is replaced (the ReplicaSet keeps the count). Every process runs in its own
 process group, and :meth:`LocalDeployment.stop` reaps them all on every exit path.
 
-Each replica gets ``--replica-id``, ``--metrics-port`` (a free loopback port), ``--event-log``
-and ``--store`` appended to the template's args; its output and event log live in
+A replica of the replica program gets ``--replica-id``, ``--metrics-port`` (a free loopback
+port), ``--event-log`` and ``--store`` appended to its args; a command consumer
+(:attr:`ReplicaTemplate.kind` ``command``: docs/byo-consumer.md) gets nothing appended, and is
+ready by its probe (:class:`ProbeCheck`) or, without one, by group membership
+(:meth:`LocalDeployment.use_group_membership`). Output and event logs live in
 ``<run_dir>/replicas/<replica id>/``. Platform events (``replica_started``, ``replica_ready``,
 ``replica_terminating``, ``replica_stopped``, ``replica_exited`` with the exit code, the signal's
 name and the last 20 log lines, ``scaled``) go to ``<run_dir>/platform.events.jsonl``.
@@ -22,19 +25,19 @@ Liveness, as a kubelet runs a ``livenessProbe`` (:class:`LivenessCheck`, from th
 probe): after ``failure_threshold`` consecutive failed probes the platform writes
 ``replica_liveness_failed`` and restarts the container in the same slot (SIGTERM, then SIGKILL
 after the grace period); the pod stays, so :attr:`LocalDeployment.current_replicas` does not
-change. The probe's timing, the events and what is not modelled: docs/experiments.md, "Notes
-moved from module docstrings", "platform/local.py". ``--platform kubernetes``'s node agent
-probes readiness only.
+change. Timing, events and what is not modelled: docs/experiments.md, "Notes moved from
+module docstrings", "platform/local.py". ``--platform kubernetes``'s node agent: readiness only.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..contract.clock import Clock, RealClock
 from ..contract.flags import PLATFORM_FLAGS
@@ -45,9 +48,9 @@ from ..exit_status import describe_exit, exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
-from ..wait import probe_http
+from ..wait import probe_exec, probe_http, probe_tcp
 from .identity import POD_NAME_VAR, expand_pod_fields, flag_value, lowest_free_ordinal, pod_name
-from .image import PreparedImage, prepare_image
+from .image import PreparedImage, prepare_command_image, prepare_image
 
 if TYPE_CHECKING:
     from ..config.deployment import DeploymentConfig
@@ -69,6 +72,7 @@ class LivenessCheck:
         timeout_s: seconds a probe waits for the answer.
         initial_delay_s: seconds after the start before probing begins.
         termination_grace_period_s: SIGTERM -> SIGKILL of the restart, or None: the template's.
+        probe: a command consumer's probe (httpGet, tcpSocket or exec), or None: ``path``.
     """
 
     path: str = "/healthz"
@@ -77,6 +81,28 @@ class LivenessCheck:
     timeout_s: float = 1.0
     initial_delay_s: float = 0.0
     termination_grace_period_s: float | None = None
+    probe: "ProbeCheck | None" = None
+
+
+@dataclass(frozen=True)
+class ProbeCheck:
+    """A command consumer's probe as a kubelet runs it.
+
+    Attributes:
+        kind: ``httpGet`` (success: status 200-399), ``tcpSocket`` (a connection) or ``exec``
+            (exit 0).
+        port: the container port probed (the replica's own port when it is the template's
+            :attr:`ReplicaTemplate.container_port`); 0 for exec.
+        path: the HTTP path (httpGet).
+        command: the argv (exec), run with the replica's env.
+        timeout_s: seconds a probe may take.
+    """
+
+    kind: str
+    port: int = 0
+    path: str = "/"
+    command: tuple[str, ...] = ()
+    timeout_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +119,13 @@ class ReplicaTemplate:
         manifest: the Deployment manifest the template was read from (a platform that
             applies it, ``kubernetes``), or None.
         liveness: the liveness probe, or None when the Deployment has none.
+        kind: ``spark_consumer`` (the replica program: flags appended, ``/ready``) or
+            ``command`` (any consumer: nothing appended, :attr:`readiness`).
+        readiness: a command consumer's readiness probe, or None: group membership.
+        port_env: the env variable a command consumer's replica finds its own port in, or None.
+        container_port: the manifest's value of that port (probes on it go to the replica's).
+        image: the container's image (a command consumer's may be built here:
+            :func:`~.image.prepare_command_image`).
     """
 
     argv: tuple[str, ...]
@@ -103,6 +136,11 @@ class ReplicaTemplate:
     cpu_request_millicores: float | None = None
     manifest: str | None = None
     liveness: LivenessCheck | None = None
+    kind: str = "spark_consumer"
+    readiness: ProbeCheck | None = None
+    port_env: str | None = None
+    container_port: int | None = None
+    image: str = ""
 
 
 @dataclass
@@ -203,6 +241,15 @@ class LocalDeployment(StartStop):
         self._stop = threading.Event()
         self._monitor: threading.Thread | None = None
         self.image: PreparedImage | None = None
+        self._group_members: Callable[[], int | None] | None = None
+        self._image_env: dict[str, str] = {}
+
+    def use_group_membership(self, members: Callable[[], int | None]) -> None:
+        """Readiness of a command consumer without a readiness probe: ``members()`` is the
+        number of group members holding partitions (None when unknown); that many replicas,
+        oldest first, are ready. Processes share one host, so a member is not told apart by
+        its host; the count is what the group shows."""
+        self._group_members = members
 
     # -- public API ----------------------------------------------------------------------
     def start(self) -> "LocalDeployment":
@@ -213,6 +260,13 @@ class LocalDeployment(StartStop):
             ReplicaError: the image build step failed.
         """
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        if self.image is None and self.template.kind == "command":
+            started = time.monotonic()
+            self._image_env = prepare_command_image(self.template.image, self.template.env,
+                                                    self.layout.image_build_log)
+            self.image = PreparedImage("command", None, round(time.monotonic() - started, 3))
+            self.events.emit("image_prepared", engine="command", image=self.template.image,
+                             cds_archive=None, duration_s=self.image.duration_s)
         if self.image is None:
             self.image = prepare_image(self.template.argv, dict(self.template.env),
                                        self.layout.image_build_log)
@@ -261,7 +315,10 @@ class LocalDeployment(StartStop):
             return list(self._replicas)
 
     def metrics_targets(self) -> list[str]:
-        """``127.0.0.1:<port>`` of every live replica (Prometheus file service discovery)."""
+        """``127.0.0.1:<port>`` of every live replica (Prometheus file service discovery);
+        none for a command consumer without a port variable."""
+        if self.template.kind == "command" and self.template.port_env is None:
+            return []
         return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()]
 
     def kill_replica(self, replica_id: str, signum: int) -> None:
@@ -336,11 +393,19 @@ class LocalDeployment(StartStop):
         directory = self.layout.replica_dir(replica_id)
         directory.mkdir(parents=True, exist_ok=True)
         port = free_port()
-        argv = [*expand_pod_fields(self.template.argv, {POD_NAME_VAR: name}),
-                "--replica-id", replica_id, "--metrics-port", str(port),
-                "--event-log", str(self.layout.replica_events(replica_id)),
-                "--store", str(self.store_dir)]
-        process = ManagedProcess(replica_id, argv, env={**self.template.env, POD_NAME_VAR: name},
+        env = {**self.template.env, **self._image_env, POD_NAME_VAR: name}
+        if self.template.kind == "command":
+            if self.template.port_env is not None:
+                env[self.template.port_env] = str(port)
+            argv = list(expand_pod_fields(self.template.argv, env))
+            if "PATH" in env:  # the image's PATH (a program built here) finds the command
+                argv[0] = shutil.which(argv[0], path=env["PATH"]) or argv[0]
+        else:
+            argv = [*expand_pod_fields(self.template.argv, {POD_NAME_VAR: name}),
+                    "--replica-id", replica_id, "--metrics-port", str(port),
+                    "--event-log", str(self.layout.replica_events(replica_id)),
+                    "--store", str(self.store_dir)]
+        process = ManagedProcess(replica_id, argv, env=env,
                                  log_path=self.layout.replica_log(replica_id))
         try:
             process.start()
@@ -406,12 +471,38 @@ class LocalDeployment(StartStop):
                     # the ReplicaSet replaces a failed pod; a StatefulSet under the same name
                     self._start_replica(ordinal=replica.ordinal)
             return
-        if replica.ready_s is None and probe_http(replica.metrics_port,
-                                                self.template.readiness_path,
-                                                READINESS_PROBE_TIMEOUT_S)[0]:
+        if replica.ready_s is None and self._passes_readiness(replica):
             replica.ready_s = self.clock.now()
             self.events.emit("replica_ready", replica_id=replica.replica_id,
                              cold_start_s=round(replica.ready_s - replica.started_s, 3))
+
+    def _passes_readiness(self, replica: Replica) -> bool:
+        """One readiness probe of ``replica`` (see the module docstring)."""
+        if self.template.kind != "command":
+            return probe_http(replica.metrics_port, self.template.readiness_path,
+                              READINESS_PROBE_TIMEOUT_S)[0]
+        probe = self.template.readiness
+        if probe is None:
+            members = self._group_members() if self._group_members is not None else None
+            if members is None:
+                return False
+            with self._lock:
+                ready = sum(1 for r in self._replicas if r.ready_s is not None)
+                first_unready = next((r for r in self._replicas if r.ready_s is None), None)
+            return first_unready is replica and members > ready
+        return self._run_probe(replica, probe)
+
+    def _run_probe(self, replica: Replica, probe: ProbeCheck) -> bool:
+        port = (replica.metrics_port if probe.port == self.template.container_port
+                and self.template.port_env is not None else probe.port)
+        if probe.kind == "httpGet":
+            return probe_http(port, probe.path, probe.timeout_s, ok_statuses=range(200, 400))[0]
+        if probe.kind == "tcpSocket":
+            return probe_tcp(port, probe.timeout_s)[0]
+        env = {**self.template.env, POD_NAME_VAR: replica.pod_name}
+        if self.template.port_env is not None:
+            env[self.template.port_env] = str(replica.metrics_port)
+        return probe_exec(expand_pod_fields(probe.command, env), env, probe.timeout_s)[0]
 
     def _probe_liveness(self, replica: Replica) -> None:
         """One liveness probe of ``replica`` if one is due; restarts it at the threshold."""
@@ -423,7 +514,10 @@ class LocalDeployment(StartStop):
         replica.liveness_due_s += live.period_s  # on schedule, as a prober's ticker
         if replica.liveness_due_s <= now:
             replica.liveness_due_s = now + live.period_s
-        ok, text = probe_http(replica.metrics_port, live.path, live.timeout_s)
+        if self.template.kind == "command" and isinstance(live.probe, ProbeCheck):
+            ok, text = self._run_probe(replica, live.probe), f"{live.probe.kind} probe failed"
+        else:
+            ok, text = probe_http(replica.metrics_port, live.path, live.timeout_s)
         if ok:
             replica.liveness_failures, replica.liveness_failing_since_s = 0, None
             return
@@ -491,22 +585,30 @@ class LocalDeployment(StartStop):
 
 def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: str, *,
                              flag_overrides: Mapping[str, str] | None = None,
-                             python: str | None = None) -> ReplicaTemplate:
+                             python: str | None = None,
+                             connection: Mapping[str, str] | None = None) -> ReplicaTemplate:
     """Turn the committed Deployment into a process template for this machine.
 
-    The container's ``python`` becomes this interpreter, ``--bootstrap`` becomes the running
-    broker, the per-replica flags (:data:`~pytest_lagscale.contract.flags.PLATFORM_FLAGS`: pods
-    differ by IP, local replicas by port and path) are left to :class:`LocalDeployment`,
-    and ``flag_overrides`` (e.g. ``{"--engine": "arrow"}``) replace or add flags.
+    The replica program (``spark_consumer``): the container's ``python`` becomes this
+    interpreter, ``--bootstrap`` becomes the running broker, the per-replica flags
+    (:data:`~pytest_lagscale.contract.flags.PLATFORM_FLAGS`: pods differ by IP, local replicas
+    by port and path) are left to :class:`LocalDeployment`, and ``flag_overrides`` (e.g.
+    ``{"--engine": "arrow"}``) replace or add flags. A command consumer: its command and args
+    as written, its env with ``KAFKA_BOOTSTRAP`` set to the broker and ``connection``
+    (``{"KAFKA_TOPIC": ..., "KAFKA_GROUP": ...}``) applied; flags are not touched.
 
     Args:
         deployment: the loaded ``k8s/consumer-deployment.yaml``.
         bootstrap_servers: the broker the replicas must join.
-        flag_overrides: ``{"--flag": "value"}`` applied last.
+        flag_overrides: ``{"--flag": "value"}`` applied last (the replica program only).
         python: interpreter for ``python`` in the command (default ``sys.executable``).
+        connection: env values a command consumer gets from the run (topic, group, ...).
     """
     import sys
 
+    if deployment.command is not None:
+        return _command_template(deployment, bootstrap_servers, dict(connection or {}),
+                                 dict(flag_overrides or {}))
     command_len = len(deployment.argv) - len(_args_of(deployment))
     command = [python or sys.executable if part in ("python", "python3") else part
                for part in deployment.argv[:command_len]]
@@ -519,6 +621,7 @@ def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: 
     flags["--bootstrap"] = bootstrap_servers
     flags.update(flag_overrides or {})
     argv = tuple(command) + tuple(f"{k}={v}" for k, v in flags.items())
+    assert deployment.readiness is not None
     return ReplicaTemplate(
         argv=argv, env=dict(deployment.env),
         termination_grace_period_s=float(deployment.termination_grace_period_s),
@@ -527,6 +630,34 @@ def template_from_deployment(deployment: "DeploymentConfig", bootstrap_servers: 
         cpu_request_millicores=deployment.cpu_request_millicores,
         manifest=deployment.source,
         liveness=_liveness_check(deployment))
+
+
+def _command_template(deployment: "DeploymentConfig", bootstrap_servers: str,
+                      connection: dict[str, str], overrides: dict[str, str]) -> ReplicaTemplate:
+    """A command consumer's template: ``overrides`` ``{arg key: value}`` rewrite the args
+    written ``key=value`` (the plan's ``--balancer``), nothing else of its command changes."""
+    command = deployment.command
+    assert command is not None
+    env = {**deployment.env, "KAFKA_BOOTSTRAP": bootstrap_servers, **connection}
+    args = tuple(f"{arg.partition('=')[0]}={overrides[arg.partition('=')[0]]}"
+                 if arg.partition("=")[1] and arg.partition("=")[0] in overrides else arg
+                 for arg in command.raw_args)
+    probe = deployment.readiness
+    return ReplicaTemplate(
+        argv=args, env=env,
+        termination_grace_period_s=float(deployment.termination_grace_period_s),
+        readiness_period_s=min(1.0, float(probe.period_s)) if probe is not None else 1.0,
+        cpu_request_millicores=deployment.cpu_request_millicores,
+        manifest=deployment.source, liveness=_liveness_check(deployment), kind="command",
+        readiness=_probe_check(probe), port_env=command.port_env, container_port=command.port,
+        image=deployment.image)
+
+
+def _probe_check(probe: Any) -> ProbeCheck | None:
+    if probe is None:
+        return None
+    return ProbeCheck(kind=probe.kind, port=probe.port, path=probe.path or "/",
+                      command=tuple(probe.command), timeout_s=float(probe.timeout_s))
 
 
 def _liveness_check(deployment: "DeploymentConfig") -> LivenessCheck | None:
@@ -539,7 +670,8 @@ def _liveness_check(deployment: "DeploymentConfig") -> LivenessCheck | None:
                          failure_threshold=int(probe.failure_threshold),
                          timeout_s=float(probe.timeout_s),
                          initial_delay_s=float(probe.initial_delay_s),
-                         termination_grace_period_s=None if grace is None else float(grace))
+                         termination_grace_period_s=None if grace is None else float(grace),
+                         probe=_probe_check(probe) if deployment.command is not None else None)
 
 
 def _args_of(deployment: "DeploymentConfig") -> list[str]:

@@ -250,6 +250,9 @@ def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | N
     from ..contract.flags import FLAG_BY_OPTION
 
     replica = deployment.replica
+    if replica is None:
+        raise ConfigError(f"{deployment.source}: the twin models the replica program "
+                          "(spark_consumer); this Deployment runs a command consumer")
     engine = engine or replica.engine
     balancer = balancer or replica.balancer
     if balancer not in PROTOCOLS:

@@ -124,7 +124,7 @@ def scaler_metadata(plan: Any) -> tuple[tuple[str, str], ...]:
     """What the run sends its own scaler in place of the manifest's ``bootstrapServers``,
     ``consumerGroup`` and ``topic`` (``experiment/runner.py``: the run's topic and group; the
     twin's cluster is named ``twin``)."""
-    return (("bootstrapServers", "twin"), ("consumerGroup", plan.deployment.replica.group),
+    return (("bootstrapServers", "twin"), ("consumerGroup", plan.deployment.group),
             ("topic", plan.profile.topic))
 
 

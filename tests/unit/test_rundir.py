@@ -56,4 +56,4 @@ def test_unknown_event_source_names_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         RunDir(tmp_path).source_events("autoscaler")
     assert str(info.value) == ("event source 'autoscaler': not one of runner, producer, "
-                               "controller, platform; add it to SOURCE_EVENT_LOGS")
+                               "controller, platform, group; add it to SOURCE_EVENT_LOGS")

@@ -76,3 +76,20 @@ def test_snapshots_out_of_order_are_refused() -> None:
     history.observe(_snap(1.0, "EMPTY"))
     with pytest.raises(ValueError, match="at_s: 0.5 is before the previous snapshot's 1.0"):
         history.observe(_snap(0.5, "EMPTY"))
+
+
+def test_a_new_members_first_commit_is_the_first_progress_of_a_partition_it_owns() -> None:
+    history = GroupHistory()
+    history.observe_commits(0.5, {0: 10, 1: 20})
+    history.observe(GroupSnapshot(1.0, "STABLE", (MemberView("a", partitions=(0,)),
+                                                   MemberView("b", partitions=(1,)))))
+    # b's partition moves first, a's stays: only b has committed
+    events = history.observe_commits(1.5, {0: 10, 1: 25})
+    assert [e["event"] for e in events] == ["committed_offsets", "member_first_commit"]
+    assert events[1] == {"event": "member_first_commit", "at_s": 1.5, "member_id": "b",
+                         "partition": 1, "since_assigned_s": 0.5}
+    assert history.observe_commits(2.0, {0: 10, 1: 25}) == []  # nothing moved: no event
+    events = history.observe_commits(3.0, {0: 11, 1: 30})
+    assert [(e["event"], e.get("member_id")) for e in events] == [
+        ("committed_offsets", None), ("member_first_commit", "a")]
+    assert history.observe_commits(4.0, {0: 12, 1: 31})[1:] == []  # once per member

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[3]
 NAMES = ("bursty, bursty-ci, ceiling, ceiling-ci, partitions, partitions-ci, rebalance, "
          "rebalance-ci, spike, spike-ci, "
          "spike-demo")
-MANIFESTS = ("consumer-deployment, consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, hpa-pods-lag, "
+MANIFESTS = ("consumer-deployment, consumer-deployment-ci, franz-go-consumer-deployment, "
+             "franz-go-consumer-deployment-ci, hpa-cpu, hpa-cpu-ci, hpa-pods-lag, "
              "hpa-pods-lag-ci, lag-per-slot, lag-per-slot-ci, persistent-lag-scaler, scaledobject, "
              "scaledobject-ceiling, scaledobject-ceiling-ci, scaledobject-ceiling-idle, "
              "scaledobject-ceiling-idle-ci, scaledobject-ci, scaledobject-cloudwatch, scaledobject-cloudwatch-ci, "

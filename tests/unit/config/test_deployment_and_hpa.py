@@ -131,9 +131,11 @@ BAD_DEPLOYMENTS = [
                   f"'{CPATH}.args[--inflight]': got no value, expected a whole number of records in 1..100000 in deploy.yaml; "
                   "add '--inflight=500' to args"], id="unknown-flag-suggests-nearest"),
     pytest.param((((*CONTAINER, "command"), ["python", "app.py"]),),
-                 [f"'{CPATH}.command': got ['python', 'app.py'], expected a command running 'python -m "
-                  "spark_consumer' or 'spark-consumer' in deploy.yaml; set command: [python, -m, spark_consumer]"],
-                 id="program-required"),
+                 # any other program is a command consumer: the harness reaches it through its env only
+                 [f"'{CPATH}.env': got ['KAFKA_BOOTSTRAP'], expected an env entry with a literal value for each "
+                  "of KAFKA_BOOTSTRAP, KAFKA_TOPIC, KAFKA_GROUP in deploy.yaml; add KAFKA_TOPIC, KAFKA_GROUP (the "
+                  "harness gives the consumer its broker, topic and group through them)"],
+                 id="command-consumer-needs-connection-env"),
     pytest.param((((*CONTAINER, "readinessProbe", "httpGet", "port"), 8080),),
                  [f"'{CPATH}.readinessProbe.httpGet.port': got 8080, expected the --metrics-port (9400) in "
                   "deploy.yaml; set the probe port to 9400"], id="probe-port-is-metrics-port"),
