@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..analyze.broker_view import broker_replica_records, commit_times
+from ..analyze.broker_view import broker_replica_records, commit_times, output_times
 from ..analyze.measure import RunSpec, measure
 from ..analyze.skew import counts_by_partition
 from ..analyze.store_rate import read_store_times
@@ -66,15 +66,20 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
     records = layout.merge_events()
     origin_s = run.clock.start_monotonic_s
     if plan.deployment.command is not None:  # seen from the broker only
+        from ..observe.output_topic import OUTPUT_TIMES_FILE
+
         records = broker_replica_records(records)
-        store = commit_times(records, origin_s)
+        store = output_times(layout.root / OUTPUT_TIMES_FILE, records, origin_s)
+        dips_from = "output_topic" if store is not None else "committed_offsets"
+        store = store or commit_times(records, origin_s)
         reconciliation = getattr(run, "output_reconciliation", None)
         committed = getattr(run, "committed_exactness", None)
     else:
         store = read_store_times(layout.store, records, origin_s)
         reconciliation = reconcile_run(layout)
-        committed = None
-    sources = measured_from(run, store, reconciliation, committed)
+        committed, dips_from = None, "store"
+    sources = measured_from(run, dips_from if store is not None else None, reconciliation,
+                            committed)
     events = events_from_records(records, origin_s=origin_s)
     manifest = run.produce_result.manifest
     spec = RunSpec(lag_threshold_records=plan.reference_lag_threshold,
@@ -133,21 +138,19 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
     return result
 
 
-def measured_from(run: Any, store: Any, reconciliation: Any, committed: Any) -> dict[str, Any]:
+def measured_from(run: Any, rates: str | None, reconciliation: Any, committed: Any
+                  ) -> dict[str, Any]:
     """Where each family of figures came from (``run.measured_from`` in benchmark.json).
 
     ``consumer``: ``spark_consumer`` (its event logs and store) or ``command`` (the broker's
     view: the group observer and the lag exporter). ``rates_and_dips``: ``store`` (per-record
     write times), ``committed_offsets`` (the group's commit progress at the observer's
-    interval) or None (nothing to read). ``exactness``: ``store`` or ``output_topic`` (lost and
+    interval), ``output_topic`` (each output record's time) or None (nothing to read).
+    ``exactness``: ``store`` or ``output_topic`` (lost and
     duplicated counted on Spark), ``committed_offsets`` (lost only: duplicates are not
     measurable), or None. ``reaction``: ``replica_events`` or ``group`` (join = member appeared
     -> first assignment, first fetch = assignment -> the member's first commit)."""
     command = run.plan.deployment.command is not None
-    if store is None:
-        rates = None
-    else:
-        rates = "committed_offsets" if command else "store"
     if reconciliation is not None:
         exactness = "output_topic" if command else "store"
     else:

@@ -522,8 +522,9 @@ class Run:
             self._read_exactness()
 
     def _read_exactness(self) -> None:
-        """A command consumer's exactness, read while the broker is up: its output topic
-        reconciled on Spark (:func:`~..analyze.reconcile_topic.reconcile_topic_run`), else its
+        """A command consumer's exactness, read while the broker is up: its output topic's
+        record times (``output-times.parquet``) and its reconciliation on Spark
+        (:func:`~..analyze.reconcile_topic.reconcile_topic_run`), else its
         group's committed offsets against the manifest (no loss; duplicates unmeasured). A read
         that fails leaves the figure missing (logged), never a guess."""
         from ..analyze.committed_exactness import consumed_from_committed
@@ -533,6 +534,12 @@ class Run:
         self.output_reconciliation = self.committed_exactness = None
         try:
             if self.output_topic is not None:
+                from ..observe.output_topic import OUTPUT_TIMES_FILE, read_output_times
+
+                self._show("reading the output topic")
+                read_output_times(cluster.bootstrap_servers, self.output_topic,
+                                  self.layout.root / OUTPUT_TIMES_FILE,
+                                  client_config=cluster.client_config)
                 self._show("reconciling the output topic")
                 self.output_reconciliation = reconcile_topic_run(
                     self.layout, cluster.bootstrap_servers, self.output_topic,

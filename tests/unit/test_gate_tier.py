@@ -49,4 +49,5 @@ def test_one_experiment_is_selected_by_its_number() -> None:
     assert _collected("-m", "experiment(n=3)") == {
         "benchmarks/test_exp3_rebalance_dip.py::"
         "test_cooperative_sticky_scale_out_dip_is_measured_and_its_restart_completes",
-        "benchmarks/test_exp3_rebalance_dip.py::test_rebalance_dip_by_protocol"}
+        "benchmarks/test_exp3_rebalance_dip.py::test_rebalance_dip_by_protocol",
+        "benchmarks/test_exp3_rebalance_dip.py::test_rebalance_dip_with_the_labs_franz_go_consumer"}

@@ -55,3 +55,31 @@ def test_completions_are_the_committed_progress_between_reads() -> None:
 
 def test_one_read_gives_no_completions() -> None:
     assert commit_times([_r("committed_offsets", 1.0, "group", offsets={"0": 3})], 0.0) is None
+
+
+def test_a_rebalance_the_group_showed_gives_revokes_assigns_and_its_duration() -> None:
+    records = [*RECORDS[:5],
+               _r("rebalance_ended", 12.0, "group", duration_s=1.5, generation=2,
+                  revoked={"m-a": [1]}, assigned={"m-a": [0], "m-b": [1]})]
+    records.insert(4, _r("member_joined", 10.5, "group", member_id="m-b"))
+    out = [r for r in broker_replica_records(records) if r.get("via") == "group"]
+    rebalance = [(r["event"], r["replica_id"], r["monotonic_s"], r.get("partitions"),
+                  r.get("duration_s")) for r in out if r["monotonic_s"] > 10.0]
+    # m-b's first assignment is its member_assigned's (none here), not repeated from the rebalance
+    assert rebalance == [("revoked", "replica-0001", 10.5, [1], None),
+                         ("assigned", "replica-0001", 12.0, [0], None),
+                         ("rebalance_done", "replica-0001", 12.0, None, 1.5)]
+
+
+def test_completions_are_credited_to_the_replica_owning_the_partition() -> None:
+    snapshot = _r("group_snapshot", 3.0, "group", members=[
+        {"member_id": "m-a", "partitions": [0]}, {"member_id": "m-b", "partitions": [1]}])
+    records = [_r("replica_started", 1.0, "platform", replica_id="replica-0001"),
+               _r("replica_started", 1.1, "platform", replica_id="replica-0002"),
+               _r("member_joined", 2.0, "group", member_id="m-a"),
+               _r("member_joined", 2.1, "group", member_id="m-b"), snapshot,
+               _r("committed_offsets", 3.5, "group", offsets={"0": 0, "1": 0}),
+               _r("committed_offsets", 4.0, "group", offsets={"0": 7, "1": 3})]
+    times = commit_times(records, origin_s=0.0)
+    assert sorted(zip(times.completed["replica_id"], times.completed["records"])) == [
+        ("replica-0001", 7), ("replica-0002", 3)]

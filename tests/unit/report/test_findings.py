@@ -239,3 +239,28 @@ def test_experiment_9_tables_each_profile_and_judges_the_seeds_claims() -> None:
         "claims: '70-90% fewer scaling events' holds (75.0 % measured); "
         "'20-40% reduction in compute costs for bursty workloads' does not hold (15.0 % "
         "measured).")
+
+
+def _exp3(mean_dips: dict[str, float | None]) -> dict:
+    return {name: {"mean_dip": dip, "max_dip": dip, "max_recovery_s": 3.0, "up_steps": 3,
+                   "up_steps_measured": 3, "rebalance_duration_max_s": 0.5,
+                   "partitions_stopped": 4, "drain_time_s": 20.0, "lost_records": 0,
+                   "duplicated_records": 0} for name, dip in mean_dips.items()}
+
+
+def test_experiment_3_answers_the_labs_claim_for_each_client_with_a_table() -> None:
+    doc = {"experiment": {
+        "rebalance_dip": {"variants": _exp3({"range": 0.0, "cooperative-sticky": 0.0})},
+        "rebalance_dip_franz_go": {"variants": _exp3({"range": 0.3, "cooperative-sticky": 0.1})}}}
+    extract = EXTRACTORS[3]([RunDoc(Path("/nowhere/benchmark.json"), doc)])
+    claims = {f.name.split(":")[0]: (f.value, f.verdict) for f in extract.figures
+              if "the lab's claim" in f.name}
+    assert claims == {"librdkafka replicas": ("0.0 % vs 0.0 %", "fail"),
+                      "franz-go consumer": ("30.0 % vs 10.0 %", "pass")}
+    assert "hold with the librdkafka replicas? No" in extract.conclusion
+    assert "hold with the franz-go consumer? Yes" in extract.conclusion
+    (table,) = extract.tables
+    assert [row[:4] for row in table.rows] == [
+        ["librdkafka (spark_consumer)", "range", "3/3", "0.0 %"],
+        ["librdkafka (spark_consumer)", "cooperative-sticky", "3/3", "0.0 %"],
+        ["franz-go", "range", "3/3", "30.0 %"], ["franz-go", "cooperative-sticky", "3/3", "10.0 %"]]
