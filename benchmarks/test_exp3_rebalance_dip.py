@@ -300,18 +300,20 @@ def test_rebalance_dip_with_the_labs_franz_go_consumer(lagscale_run, lagscale_se
     result = runs["cooperative-sticky"]
     verdicts = {
         "measured from the output topic": result.check(
-            "franz-go: dips from the output topic and exactness reconciled there",
-            [row["measured_from"] for row in table.values()], None,
+            "franz-go: variants whose dips and exactness came from the output topic",
+            sum((row["measured_from"] or {}).get("rates_and_dips") == "output_topic"
+                and (row["measured_from"] or {}).get("exactness") == "output_topic"
+                for row in table.values()), len(table),
             all((row["measured_from"] or {}).get("rates_and_dips") == "output_topic"
                 and (row["measured_from"] or {}).get("exactness") == "output_topic"
                 for row in table.values())),
         "nothing lost": result.check(
-            "franz-go: lost records == 0 in both variants (output topic)",
-            [row["lost_records"] for row in table.values()], 0,
+            "franz-go: lost records, both variants (output topic)",
+            sum(row["lost_records"] or 0 for row in table.values()), 0,
             all(row["lost_records"] == 0 for row in table.values())),
         "restarts completed": result.check(
-            "franz-go: rolling restart completed in both variants",
-            [row["restarted"] for row in table.values()], None,
+            "franz-go: variants whose rolling restart completed",
+            sum(bool(row["restart_completed"]) for row in table.values()), len(table),
             all(row["restart_completed"] for row in table.values())),
         FRANZ_GO_CLAIM: runs["range"].check(
             FRANZ_GO_CLAIM, eager["mean_dip"], coop["mean_dip"],

@@ -9,8 +9,8 @@ events (``replica_started``, ``replica_ready``) and the group observer's (``grou
   order they appeared, each to the oldest replica started before it that has no member yet
   (local replicas share one host, so the member's host cannot tell them apart).
 * :func:`broker_replica_records` adds, per attributed member, the replica events the reaction
-  decomposition and the scale steps read (:mod:`.reaction`, :mod:`.rebalance`): ``joined`` and
-  ``assigned`` at the member's first assignment, ``first_record`` at its first commit (so
+  decomposition and the scale steps read (:mod:`.reaction`, :mod:`.rebalance`): ``subscribed``
+  when the member appears, ``joined`` and ``assigned`` at its first assignment, ``first_record`` at its first commit (so
   "first fetch" there is assignment -> first commit), and for each rebalance the group showed
   (``rebalance_ended``): ``revoked`` at its start and ``assigned`` at its end for the members
   whose partitions it took and gave, and ``rebalance_done`` with its duration (from the group's
@@ -78,7 +78,10 @@ def broker_replica_records(records: list[dict[str, Any]]) -> list[dict[str, Any]
         if replica is None or r.get("source") != VIA:
             continue
         base = {k: r[k] for k in ("wall_time", "wall_ns", "monotonic_s") if k in r}
-        if r["event"] == "member_assigned":
+        if r["event"] == "member_joined":  # the member asked to join: its replica subscribed
+            added.append({**base, "event": "subscribed", "source": replica,
+                          "replica_id": replica, "via": VIA, "member_id": member})
+        elif r["event"] == "member_assigned":
             first_assigned.add(str(member))
             for name in ("joined", "assigned"):
                 added.append({**base, "event": name, "source": replica, "replica_id": replica,

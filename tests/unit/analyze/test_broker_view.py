@@ -35,9 +35,10 @@ def test_members_go_to_the_oldest_replica_started_before_them_without_a_member()
 def test_the_group_gives_the_replica_events_the_reaction_reads() -> None:
     out = broker_replica_records(list(RECORDS))
     added = [(r["event"], r["replica_id"], r["monotonic_s"]) for r in out if r.get("via") == "group"]
-    assert added == [("joined", "replica-0001", 2.5), ("assigned", "replica-0001", 2.5),
-                     ("joined", "replica-0003", 14.0), ("assigned", "replica-0003", 14.0),
-                     ("first_record", "replica-0003", 15.0)]
+    assert added == [("subscribed", "replica-0001", 2.0), ("joined", "replica-0001", 2.5),
+                     ("assigned", "replica-0001", 2.5), ("subscribed", "replica-0002", 13.0),
+                     ("subscribed", "replica-0003", 13.5), ("joined", "replica-0003", 14.0),
+                     ("assigned", "replica-0003", 14.0), ("first_record", "replica-0003", 15.0)]
     assert [r["monotonic_s"] for r in out] == sorted(r["monotonic_s"] for r in out)
 
 
@@ -64,7 +65,8 @@ def test_a_rebalance_the_group_showed_gives_revokes_assigns_and_its_duration() -
     records.insert(4, _r("member_joined", 10.5, "group", member_id="m-b"))
     out = [r for r in broker_replica_records(records) if r.get("via") == "group"]
     rebalance = [(r["event"], r["replica_id"], r["monotonic_s"], r.get("partitions"),
-                  r.get("duration_s")) for r in out if r["monotonic_s"] > 10.0]
+                  r.get("duration_s")) for r in out if r["monotonic_s"] > 10.0
+                 and r["event"] != "subscribed"]
     # m-b's first assignment is its member_assigned's (none here), not repeated from the rebalance
     assert rebalance == [("revoked", "replica-0001", 10.5, [1], None),
                          ("assigned", "replica-0001", 12.0, [0], None),
