@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..contract.errors import BrokerError, ConfigError, LagscaleError
+from ..contract.errors import BrokerError, ConfigError
 from ..contract.output_topic import INPUT_OFFSET_HEADER, INPUT_PARTITION_HEADER
 from ..load.manifest import Manifest
 from .reconcile import Reconciliation, load_manifest, produced_ranges, spark_pair_counts
@@ -184,24 +184,16 @@ def reconcile_topic_run(layout: Any, bootstrap_servers: str, output_topic: str, 
     try:
         import pyspark  # noqa: F401
 
-        from .reconcile_worker import discard_shared, shared_worker
+        from .reconcile_worker import in_shared_or_own
     except ImportError as exc:
         log.warning("output-topic reconciliation skipped: %s", exc)
         return None
-    try:
-        worker = shared_worker()
-        if worker is not None:
-            with open(layout.reconcile_log, "a", encoding="utf-8") as fh:
-                fh.write(f"output topic {output_topic!r} reconciled by the session's reconcile "
-                         f"worker (pid {worker.process.pid}); its JVM log: {worker.log_path}\n")
-            return worker.reconcile_topic(bootstrap_servers, output_topic, layout.manifest_json,
-                                          client_config=client_config,
-                                          kafka_options=kafka_options)
-    except (ConfigError, BrokerError):
-        raise  # the manifest or the topic, not the worker: an own session would fail alike
-    except LagscaleError as exc:  # the worker died or failed: this run reconciles on its own
-        log.warning("%s; reconciling the output topic in a session of this run's own", exc)
-        discard_shared()
-    return reconcile_topic(bootstrap_servers, output_topic, layout.manifest_json,
-                           client_config=client_config, kafka_options=kafka_options,
-                           log_path=layout.reconcile_log)
+    return in_shared_or_own(
+        layout, f"output topic {output_topic!r} reconciled",
+        lambda worker: worker.reconcile_topic(bootstrap_servers, output_topic,
+                                              layout.manifest_json, client_config=client_config,
+                                              kafka_options=kafka_options),
+        lambda: reconcile_topic(bootstrap_servers, output_topic, layout.manifest_json,
+                                client_config=client_config, kafka_options=kafka_options,
+                                log_path=layout.reconcile_log),
+        passthrough=(ConfigError, BrokerError))

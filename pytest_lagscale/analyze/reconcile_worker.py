@@ -30,12 +30,13 @@ import tempfile
 import time
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ..contract.errors import BrokerError, ConfigError, LagscaleError
 from ..lifecycle import StartStop
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 AUTHKEY_ENV = "LAGSCALE_RECONCILE_AUTHKEY"
 READY_TIMEOUT_S = 180.0
@@ -231,6 +232,34 @@ def discard_shared() -> None:
     worker, _shared.worker = _shared.worker, None
     if worker is not None:
         worker.stop(timeout_s=1.0)
+
+
+def in_shared_or_own(layout: Any, what: str, shared: Callable[[ReconcileWorker], T],
+                     own: Callable[[], T], *, passthrough: tuple[type[BaseException], ...] = ()
+                     ) -> T:
+    """``shared(worker)`` in the session's shared worker when the plugin enabled one (noted in
+    ``layout.reconcile_log`` with the worker's pid and JVM log), else ``own()``: a session of
+    the run's own. A worker that fails (:class:`LagscaleError` other than ``passthrough``) is
+    discarded with a warning and the run falls back to ``own()``.
+
+    Args:
+        layout: the run's :class:`~pytest_lagscale.contract.rundir.RunDir`.
+        what: what is reconciled, for the note and the warning (``"reconciled"``, ...).
+        passthrough: errors of the input, not of the worker: an own session would fail alike.
+    """
+    try:
+        worker = shared_worker()
+        if worker is not None:
+            with open(layout.reconcile_log, "a", encoding="utf-8") as fh:
+                fh.write(f"{what} by the session's reconcile worker (pid "
+                         f"{worker.process.pid}); its JVM log: {worker.log_path}\n")
+            return shared(worker)
+    except passthrough:
+        raise
+    except LagscaleError as exc:  # the worker died or failed: this run reconciles on its own
+        log.warning("%s; %s in a session of this run's own", exc, what)
+        discard_shared()
+    return own()
 
 
 def close_shared() -> None:

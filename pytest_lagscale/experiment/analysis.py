@@ -13,7 +13,6 @@ from ..analyze.measure import RunSpec, measure
 from ..analyze.skew import counts_by_partition
 from ..analyze.store_rate import read_store_times
 from ..analyze.tables import events_from_records, spike_window
-from ..contract.errors import LagscaleError
 from ..report.benchjson import Inputs
 from .environment import commit_info, machine_info, versions
 from .result import RunResult, run_title
@@ -30,21 +29,13 @@ def reconcile_run(layout: Any) -> Any:
     warning) when the job cannot run here."""
     try:
         from ..analyze.reconcile import reconcile
-        from ..analyze.reconcile_worker import discard_shared, shared_worker
+        from ..analyze.reconcile_worker import in_shared_or_own
     except ImportError as exc:
         log.warning("reconciliation skipped: %s", exc)
         return None
-    try:
-        worker = shared_worker()
-        if worker is not None:
-            with open(layout.reconcile_log, "a", encoding="utf-8") as fh:
-                fh.write(f"reconciled by the session's reconcile worker (pid "
-                         f"{worker.process.pid}); its JVM log: {worker.log_path}\n")
-            return worker.reconcile(layout.store, layout.manifest_json)
-    except LagscaleError as exc:  # the worker died or failed: this run reconciles on its own
-        log.warning("%s; reconciling in a session of this run's own", exc)
-        discard_shared()
-    return reconcile(layout.store, layout.manifest_json, log_path=layout.reconcile_log)
+    return in_shared_or_own(
+        layout, "reconciled", lambda worker: worker.reconcile(layout.store, layout.manifest_json),
+        lambda: reconcile(layout.store, layout.manifest_json, log_path=layout.reconcile_log))
 
 
 def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
