@@ -103,6 +103,10 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
     spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
     actions = [(a["scheduled_s"], a["label"]) for a in run.actions_done]
     world = world_of(run, events, incomplete)
+    if sources["exactness"] is None and incomplete is None:
+        # a run that could not count lost records is not a good one, whatever else it saw
+        world["problems"].append("exactness not measured: no reconciliation of the consumer's "
+                                 "output (see the run's log and reconcile.log)")
     write_timeline_png(run.timeline, layout.timeline_png, spike=spike,
                        steps=list(measurements.steps), actions=actions,
                        faults=[(f["start_s"], f["duration_s"], f["name"]) for f in world["faults"]

@@ -36,11 +36,22 @@ def read_output_times(bootstrap_servers: str, topic: str, out_path: str | Path, 
     Raises:
         BrokerError: the topic cannot be read to its end within ``timeout_s`` seconds.
     """
+    from confluent_kafka import KafkaException
+
+    try:
+        return _read(bootstrap_servers, topic, Path(out_path), dict(client_config or {}),
+                     timeout_s)
+    except KafkaException as exc:
+        raise BrokerError(f"output topic {topic!r}: cannot be read: {exc}") from exc
+
+
+def _read(bootstrap_servers: str, topic: str, out_path: Path, client_config: dict[str, str],
+          timeout_s: float) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({**dict(client_config or {}), "bootstrap.servers": bootstrap_servers,
+    consumer = Consumer({**client_config, "bootstrap.servers": bootstrap_servers,
                          "group.id": f"lagscale-output-times-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False, "enable.partition.eof": False})
     rows: dict[str, list[int]] = {"partition": [], "offset": [], "written_at_ns": []}
