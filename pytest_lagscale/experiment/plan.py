@@ -289,7 +289,8 @@ def _command_consumer_plan(settings: Any, deployment: Any
     """
     given = [flag for field, flag in _REPLICA_PROGRAM_OPTIONS if getattr(settings, field, None)]
     if given:
-        raise ConfigError(f"{', '.join(given)}: set(s) a flag of the replica program, but "
+        raise ConfigError(f"{', '.join(given)}: {'sets' if len(given) == 1 else 'set'} a flag of "
+                          "the replica program, but "
                           f"{deployment.source} runs a command consumer "
                           f"({deployment.command.raw_args[0]}); drop the option or set it in "
                           "the Deployment's args or env")

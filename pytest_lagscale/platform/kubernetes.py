@@ -141,7 +141,8 @@ class KubernetesDeployment(StartStop):
         """Refuse, before anything starts, a plan this platform cannot run.
 
         Raises:
-            ConfigError: a policy KEDA cannot run (:func:`check_policy`); without
+            ConfigError: a policy KEDA cannot run (:func:`check_policy`); a command consumer
+                (the node agent runs the replica program only); without
                 ``--kubeconfig``, the control plane's binaries are not built (names
                 ``scripts/bootstrap --with-kube``); with it, what
                 :func:`~pytest_lagscale.kube.cluster.preflight` finds missing.
@@ -149,6 +150,10 @@ class KubernetesDeployment(StartStop):
         from ..kube import build
 
         check_policy(plan.policy_config)
+        if plan.deployment.command is not None:
+            raise ConfigError(f"--platform kubernetes: {plan.deployment.source} runs a command "
+                              "consumer, and this platform's node agent runs the replica program "
+                              "(spark_consumer) only; use --platform local")
         kubeconfig = getattr(plan.settings, "kubeconfig", None)
         if kubeconfig:
             from kubernetes import config
