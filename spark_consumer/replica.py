@@ -20,6 +20,7 @@ livenessProbe restarts a replica whose session broke for good.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import threading
@@ -58,6 +59,10 @@ SETTLE_POLL_S = 0.2
 """Seconds per ``consume()`` while settling: each call serves the group's callbacks."""
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 """The signals that start the drain."""
+HARD_EXIT_AFTER_S = 2.0
+"""Seconds past ``--drain-timeout`` at which faulthandler's C watchdog ends a replica whose
+Python threads cannot run (a C call holding the GIL): it prints every thread's stack and exits
+1, when the Python watchdog (which writes ``drain_timeout``) could not."""
 
 
 def _wake_only(signum: int, frame: object) -> None:
@@ -93,6 +98,7 @@ class Replica:
         self.opts = parts.opts
         self.stop_requested = threading.Event()
         self._stop_lock = threading.Lock()
+        self._hard_exit_armed = False
         self._engine_ready = False
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
@@ -119,7 +125,11 @@ class Replica:
         broker is gone, and a replica signalled then would never arm its drain watchdog. So the
         C-level handler's wakeup byte (``signal.set_wakeup_fd``: the signal's number, written
         whatever the main thread is doing) is read by a watcher thread, which starts the drain;
-        the Python-level handler does nothing. Call from the main thread, once.
+        the Python-level handler does nothing. The watcher also arms faulthandler's watchdog
+        (a C thread, no GIL needed) for :data:`HARD_EXIT_AFTER_S` past the drain timeout: a
+        close() that hangs inside librdkafka holding the GIL (seen in a rolling restart: every
+        Python thread stopped, /healthz unanswered) still ends, with every thread's stack in
+        the log. Call from the main thread, once.
         """
         read_fd, write_fd = os.pipe()
         os.set_blocking(write_fd, False)
@@ -134,6 +144,10 @@ class Replica:
             for signum in os.read(read_fd, 64):
                 if signum in STOP_SIGNALS:
                     self._on_signal(signum, None)
+                    if not self._hard_exit_armed:
+                        self._hard_exit_armed = True
+                        faulthandler.dump_traceback_later(
+                            self.opts.drain_timeout_s + HARD_EXIT_AFTER_S, exit=True)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         """Start the drain: set the stop flag and arm the ``--drain-timeout`` watchdog (once;
@@ -375,6 +389,8 @@ class Replica:
             self.p.events.emit("error", where="sink_close", error=repr(exc))
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if self._hard_exit_armed:
+            faulthandler.cancel_dump_traceback_later()
         self.p.events.emit("exited", code=code)
         return code
 
