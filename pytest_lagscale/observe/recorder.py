@@ -4,8 +4,9 @@
 :func:`default_queries`, overridable per column) at a 1 s step through prometheus-api-client and
 builds the table of :mod:`pytest_lagscale.analyze.tables` (one row per 1 s bucket
 ``[t_s, t_s + 1)``): the broker's ``total_lag``, the HPA's desired and current replicas, ready
-replicas, consume and produce rates, the consumers' own ``consumer_lag`` (NaN where no replica
-reported: unknown, not 0), the Spark Connect server's busy ratio, the sample ages
+replicas, consume and produce rates, the consumers' own ``consumer_lag`` and
+``consumer_consume_rate_per_s`` (the lab's ``consume_rate`` gauge; NaN where no replica reported:
+unknown, not 0), the Spark Connect server's busy ratio, the sample ages
 (:data:`AGE_COLUMNS`: how old the newest sample of a gauge is, so a stale value can be told
 from a fresh one, :mod:`pytest_lagscale.analyze.staleness`) and the machine columns
 (:data:`MACHINE_COLUMNS`, from :mod:`pytest_lagscale.observe.machine`; optional, so older
@@ -44,7 +45,7 @@ COUNT_COLUMNS: tuple[str, ...] = ("ready_replicas", "consume_rate_per_s", "produ
 MACHINE_COLUMNS: tuple[str, ...] = ("load_average_1m", "cpu_busy_fraction",
                                      "spark_connect_busy_ratio")
 #: The consumers' own view of their lag (float64; NaN where no replica reported, not filled).
-CONSUMER_COLUMNS: tuple[str, ...] = ("consumer_lag",)
+CONSUMER_COLUMNS: tuple[str, ...] = ("consumer_lag", "consumer_consume_rate_per_s")
 #: Columns evaluated at the bucket end (``t_s + step_s``) rather than its start.
 RATE_COLUMNS: tuple[str, ...] = ("consume_rate_per_s", "produce_rate_per_s", "cpu_busy_fraction")
 #: One PromQL query per timeline column except ``t_s``.
@@ -93,6 +94,8 @@ def _replica_program_queries(group: str) -> dict[str, str]:
         # Only when the run started its own Spark Connect server (NaN otherwise).
         "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
         "consumer_lag": "sum(consumer_records_lag)",
+        # the lab's /metrics name (the replica program and the franz-go consumer serve it)
+        "consumer_consume_rate_per_s": "sum(consume_rate)",
         # how old each gauge's newest sample is (the timeline's sample ages)
         "total_lag_age_s": ("time() - max(timestamp(kafka_consumergroup_lag_sum"
                             f'{{consumergroup="{group}"}}))'),

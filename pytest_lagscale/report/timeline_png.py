@@ -39,6 +39,14 @@ def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame, max_lag_age_s: float | No
     rate_ax = lag_ax.twinx()
     rate_ax.plot(timeline["t_s"], rate, color="tab:purple",
                  linewidth=0.9, label="consume rate")
+    reported = (timeline["consumer_consume_rate_per_s"]
+                if "consumer_consume_rate_per_s" in timeline else None)
+    if reported is not None and unscraped is not None and unscraped.any():
+        reported = reported.mask(unscraped)
+    if reported is not None and reported.notna().any():
+        # the consumers' own consume_rate gauge (/metrics), beside the measured rate
+        rate_ax.plot(timeline["t_s"], reported, color="tab:pink", linestyle=":",
+                     linewidth=1.1, label="consumer-reported consume rate")
     rate_ax.set_ylabel("group consume rate (records/s)")
     handles = [h for ax in (lag_ax, rate_ax) for h in ax.get_legend_handles_labels()[0]]
     lag_ax.legend(handles=handles, loc="upper left")
@@ -103,7 +111,9 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
 
     Top panel: total lag (records, left axis; the committed-offset lag KEDA reads), the lag the
     consumers report themselves (``consumer_lag``, dashed, when the timeline has it: the sum of
-    their ``consumer_records_lag``) and group consume rate (records/s, right axis).
+    their ``consumer_records_lag``) and group consume rate (records/s, right axis), with the
+    rate the consumers report (``consumer_consume_rate_per_s``, dotted, when any reported:
+    the lab's ``consume_rate`` gauge of their ``/metrics``).
     Bottom panel: desired and ready replicas. Both share the time axis (seconds since run
     start); the spike window is shaded, each scale step is a vertical line (solid up,
     dotted down), each scheduled action a labelled dash-dot line and each fault a grey band

@@ -112,6 +112,7 @@ def test_default_queries_are_the_documented_promql() -> None:
                               "/ sum(irate(node_cpu_seconds_total[3s])), 0, 1)"),
         "spark_connect_busy_ratio": "max(spark_connect_server_busy_ratio)",
         "consumer_lag": "sum(consumer_records_lag)",
+        "consumer_consume_rate_per_s": "sum(consume_rate)",
         "total_lag_age_s": ('time() - max(timestamp(kafka_consumergroup_lag_sum'
                             '{consumergroup="enrich"}))'),
         "desired_replicas_age_s": ("time() - max(timestamp("

@@ -87,3 +87,26 @@ def test_stale_samples_are_gaps_and_overlapping_faults_share_a_label(matplotlib_
                         (150.0, None, "part_died")], end_s=200.0)
     assert [t.get_text() for t in axes[0].texts] == ["kill_prometheus + part_restarted",
                                                       "part_died"]
+
+
+@pytest.mark.parametrize("reported, labels", [
+    pytest.param([float("nan"), 350.0, 390.0], ["consume rate", "consumer-reported consume rate"],
+                 id="drawn-when-reported"),
+    pytest.param([float("nan")] * 3, ["consume rate"], id="never-reported-not-drawn"),
+    pytest.param(None, ["consume rate"], id="older-timeline-without-the-column"),
+])
+def test_consumer_reported_consume_rate_is_drawn_beside_the_measured_rate(
+        matplotlib_imported: None, reported, labels) -> None:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from pytest_lagscale.report.timeline_png import _plot_lag_and_rate
+
+    table = pd.DataFrame({"t_s": [0.0, 1.0, 2.0], "total_lag": [900, 800, 400],
+                          "consume_rate_per_s": [300.0, 380.0, 400.0]})
+    if reported is not None:
+        table["consumer_consume_rate_per_s"] = reported
+    ax = Figure().subplots()
+    _plot_lag_and_rate(ax, table)
+    rate_ax = ax.figure.axes[-1]
+    assert [line.get_label() for line in rate_ax.get_lines()] == labels
