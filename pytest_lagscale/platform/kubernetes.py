@@ -150,8 +150,9 @@ class KubernetesDeployment(StartStop):
         from ..kube import build
 
         check_policy(plan.policy_config)
-        if plan.deployment.command is not None:
-            raise ConfigError(f"--platform kubernetes: {plan.deployment.source} runs a command "
+        deployment = getattr(plan, "deployment", None)
+        if getattr(deployment, "command", None) is not None:
+            raise ConfigError(f"--platform kubernetes: {deployment.source} runs a command "
                               "consumer, and this platform's node agent runs the replica program "
                               "(spark_consumer) only; use --platform local")
         kubeconfig = getattr(plan.settings, "kubeconfig", None)
