@@ -639,9 +639,7 @@ def _command_template(deployment: "DeploymentConfig", bootstrap_servers: str,
     command = deployment.command
     assert command is not None
     env = {**deployment.env, "KAFKA_BOOTSTRAP": bootstrap_servers, **connection}
-    args = tuple(f"{arg.partition('=')[0]}={overrides[arg.partition('=')[0]]}"
-                 if arg.partition("=")[1] and arg.partition("=")[0] in overrides else arg
-                 for arg in command.raw_args)
+    args = tuple(_override(arg, overrides) for arg in command.raw_args)
     probe = deployment.readiness
     return ReplicaTemplate(
         argv=args, env=env,
@@ -651,6 +649,12 @@ def _command_template(deployment: "DeploymentConfig", bootstrap_servers: str,
         manifest=deployment.source, liveness=_liveness_check(deployment), kind="command",
         readiness=_probe_check(probe), port_env=command.port_env, container_port=command.port,
         image=deployment.image)
+
+
+def _override(arg: str, overrides: Mapping[str, str]) -> str:
+    """``key=value`` with the value of ``overrides[key]`` when there is one; else ``arg``."""
+    key, eq, _ = arg.partition("=")
+    return f"{key}={overrides[key]}" if eq and key in overrides else arg
 
 
 def _probe_check(probe: Any) -> ProbeCheck | None:
