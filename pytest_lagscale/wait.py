@@ -160,10 +160,31 @@ def probe_exec(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) ->
     return code == 0, f"{argv[0]}: {describe_exit(code)}"
 
 
+def run_probe(kind: str, *, port: int, path: str = "/", command: Sequence[str] = (),
+              env: Mapping[str, str] | None = None, timeout_s: float = 1.0) -> tuple[bool, str]:
+    """One probe as a kubelet runs it: ``httpGet`` (:func:`probe_http`, 200-399 succeed),
+    ``tcpSocket`` (:func:`probe_tcp`) or ``exec`` (:func:`probe_exec` of ``command`` with
+    ``env``); (ok, what happened). Never raises for I/O errors.
+
+    Source: kubernetes pkg/probe/http/http.go (200 <= status < 400), pkg/probe/tcp, pkg/probe/exec
+    (v1.36.3).
+
+    Raises:
+        ValueError: ``kind`` is none of the three.
+    """
+    if kind == "httpGet":
+        return probe_http(port, path, timeout_s, ok_statuses=range(200, 400))
+    if kind == "tcpSocket":
+        return probe_tcp(port, timeout_s)
+    if kind == "exec":
+        return probe_exec(command, dict(env or {}), timeout_s)
+    raise ValueError(f"probe kind {kind!r}: not one of httpGet, tcpSocket, exec")
+
+
 def _first_line(body: bytes) -> str:
     text = body.decode("utf-8", "replace").strip()
     return text.splitlines()[0] if text else ""
 
 
 __all__ = ["TAIL_LINES", "Watched", "probe_exec", "probe_http", "probe_ready", "probe_tcp",
-           "wait_ready"]
+           "run_probe", "wait_ready"]

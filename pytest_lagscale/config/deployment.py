@@ -234,6 +234,27 @@ def parse_deployment(doc: Any, *, source: str = "<string>") -> DeploymentConfig:
     return DeploymentConfig(source=source, meta=meta, replicas=replicas, selector=selector, **result)
 
 
+def container_probe(container: Mapping[str, Any], key: str, *, path: str, env: Mapping[str, str],
+                    source: str) -> HttpProbe | None:
+    """A container's ``readinessProbe`` or ``livenessProbe`` (``key``) read as a kubelet reads
+    it: ``httpGet``, ``tcpSocket`` or ``exec``, Kubernetes defaults filled, a named port
+    resolved through the container's ``ports``, ``$(VAR)`` in an exec command expanded from
+    ``env``. None when the container has none.
+
+    Args:
+        path: the container's key path for messages (``spec.containers[0]``).
+        source: what the container came from (``pod 'ns/name'``).
+
+    Raises:
+        ConfigError: the probe is invalid, naming ``source``, the field and the allowed values.
+    """
+    p = Problems(source)
+    probe = (_liveness(container, path, env, p, http_only=False) if key == "livenessProbe"
+             else _probe(container, key, path, env, p, http_only=False))
+    p.raise_if_any()
+    return None if probe is _BAD else probe
+
+
 def _selector(spec: Mapping[str, Any], p: Problems) -> Mapping[str, str]:
     node = spec.get("selector", MISSING)
     data = _read.mapping(node, "spec.selector", p, "a mapping with 'matchLabels'") if node is not MISSING else None

@@ -10,7 +10,8 @@ would do, and does it with the ``kubernetes`` client:
   (:func:`.pod_replica.replica_spec`), start it as a
   :class:`~pytest_lagscale.process.ManagedProcess`, patch the pod ``Running``;
 * ``report_ready``: patch the ``Ready``/``ContainersReady`` conditions from the replica's
-  readiness endpoint (probed every ``min(1 s, periodSeconds)``, like the local platform);
+  readiness (probed every ``min(1 s, periodSeconds)``, like the local platform; a command
+  consumer, docs/byo-consumer.md, by its own probe or by group membership);
 * ``terminate``: a pod being deleted: SIGTERM, SIGKILL after its grace period (a thread);
 * ``final_delete``: once the process is gone, delete the pod (grace 0, UID precondition);
 * ``report_failed``: a replica that exited on its own: phase ``Failed``, then delete;
@@ -21,8 +22,7 @@ The agent writes the local platform's events (``replica_started``, ``replica_rea
 analysis reads a kubernetes run as it reads a local one. :meth:`NodeAgent.stop` stops every
 process it started (each within its grace period) on every exit path.
 
-Polling, not a watch (a list cannot miss an event the way a broken watch can): a pod is started
-up to ``period_s`` after the ReplicaSet created it.
+Polling, not a watch (a list cannot miss an event the way a broken watch can).
 
 Source: kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle ("Termination of Pods");
 kubernetes pkg/kubelet/status/status_manager.go (the final delete).
@@ -31,6 +31,7 @@ kubernetes pkg/kubelet/status/status_manager.go (the final delete).
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import sys
 import threading
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from ..exit_status import exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
-from ..wait import probe_ready
+from ..wait import probe_ready, run_probe
 from . import node_sync
 from . import pod_replica as pr
 
@@ -105,6 +106,8 @@ class NodeAgent(StartStop):
         graceful: False: a pod's deletion SIGKILLs at once (experiment 6's "no graceful drain").
         python: the interpreter replacing ``python`` in pod commands.
         period_s: seconds between two syncs.
+        image_env: the env of the pods' image (a command consumer's program built here:
+            :func:`~pytest_lagscale.platform.image.prepare_command_image`), under each pod's.
 
     Raises (from the thread, recorded as ``node_agent_error`` events): nothing escapes; a
     failed API call is retried at the next sync.
@@ -112,7 +115,8 @@ class NodeAgent(StartStop):
 
     def __init__(self, api: Any, namespace: str, selector: Mapping[str, str], layout: RunDir,
                  events: EventLog, *, clock: Clock | None = None, graceful: bool = True,
-                 python: str | None = None, period_s: float = PERIOD_S):
+                 python: str | None = None, period_s: float = PERIOD_S,
+                 image_env: Mapping[str, str] | None = None):
         from kubernetes import client
 
         self.api = api
@@ -125,6 +129,8 @@ class NodeAgent(StartStop):
         self.graceful = graceful
         self.python = python or sys.executable
         self.period_s = period_s
+        self.image_env = dict(image_env or {})
+        self._group_members: Callable[[], int | None] | None = None
         self._pods: dict[str, PodProcess] = {}
         self._reaping: list[threading.Thread] = []
         self._next_index = 1
@@ -153,6 +159,12 @@ class NodeAgent(StartStop):
         deadline = self.clock.now() + within_s
         for thread in list(self._reaping):
             thread.join(max(0.0, deadline - self.clock.now()))
+
+    def use_group_membership(self, members: Callable[[], int | None]) -> None:
+        """Readiness of a command consumer without a readiness probe: ``members()`` is the
+        number of group members holding partitions (None when unknown); that many live pods,
+        oldest first, are ready (pods share this host, so members are counted, not matched)."""
+        self._group_members = members
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> "NodeAgent":
@@ -204,20 +216,33 @@ class NodeAgent(StartStop):
 
     def _probe_due(self) -> None:
         now = self.clock.now()
-        for pod in self.replicas():
-            path = pod.spec.readiness_path
-            period = min(1.0, pod.spec.readiness_period_s)
-            if path is None or now - pod.last_probe_s < period:
-                if path is None:
-                    pod.probe_ready = True
+        live = self.replicas()
+        for rank, pod in enumerate(live):
+            if now - pod.last_probe_s < min(1.0, pod.spec.readiness_period_s):
                 continue
             pod.last_probe_s = now
-            ok = probe_ready(pod.metrics_port, path, PROBE_TIMEOUT_S)
+            ok = self._passes_readiness(pod, rank)
             pod.probe_ready = ok
             if ok and pod.ready_s is None:
                 pod.ready_s = self.clock.now()
                 self.events.emit("replica_ready", replica_id=pod.replica_id, pod_name=pod.pod_name,
                                  cold_start_s=round(pod.ready_s - pod.started_s, 3))
+
+    def _passes_readiness(self, pod: PodProcess, rank: int) -> bool:
+        """One readiness probe of ``pod``, the ``rank``-th live pod (oldest first)."""
+        spec = pod.spec
+        if spec.kind != "command":
+            return spec.readiness_path is None or probe_ready(pod.metrics_port,
+                                                              spec.readiness_path, PROBE_TIMEOUT_S)
+        probe = spec.readiness
+        if probe is None:  # as the local platform: once a member, ready for good
+            if pod.ready_s is not None:
+                return True
+            members = self._group_members() if self._group_members is not None else None
+            ready = sum(1 for p in self.replicas() if p.ready_s is not None)
+            return members is not None and rank == ready and members > ready
+        return run_probe(probe.kind, port=probe.port, path=probe.path, command=probe.command,
+                         env={**self.image_env, **spec.env}, timeout_s=probe.timeout_s)[0]
 
     def _execute(self, action: node_sync.Action, pod: Mapping[str, Any] | None) -> None:
         self._handlers[action.kind](action, pod)
@@ -225,7 +250,8 @@ class NodeAgent(StartStop):
     # -- actions --------------------------------------------------------------------------
     def _start(self, action: node_sync.Action, pod: Mapping[str, Any]) -> None:
         meta = pod["metadata"]
-        spec = pr.replica_spec(pod, python=self.python)
+        port = free_port()
+        spec = pr.replica_spec(pod, python=self.python, port=port)
         if action.bind:
             # the python client cannot deserialize a Binding's answer (its 'target' is absent)
             self.core.create_namespaced_binding(meta["namespace"], pr.binding(pod),
@@ -233,14 +259,19 @@ class NodeAgent(StartStop):
         with self._lock:
             replica_id = f"replica-{self._next_index:04d}"
             self._next_index += 1
-        port = free_port()
         self.layout.replica_dir(replica_id).mkdir(parents=True, exist_ok=True)
         self.layout.store.mkdir(parents=True, exist_ok=True)
-        argv = pr.replica_argv(spec, {
-            "--replica-id": replica_id, "--metrics-port": str(port),
-            "--event-log": str(self.layout.replica_events(replica_id)),
-            "--store": str(self.layout.store)})
-        process = ManagedProcess(replica_id, argv, env=dict(spec.env),
+        env = {**self.image_env, **spec.env}
+        if spec.kind == "command":
+            argv = list(spec.argv)
+            if "PATH" in env:  # the image's PATH (a program built here) finds the command
+                argv[0] = shutil.which(argv[0], path=env["PATH"]) or argv[0]
+        else:
+            argv = list(pr.replica_argv(spec, {
+                "--replica-id": replica_id, "--metrics-port": str(port),
+                "--event-log": str(self.layout.replica_events(replica_id)),
+                "--store": str(self.layout.store)}))
+        process = ManagedProcess(replica_id, argv, env=env,
                                  log_path=self.layout.replica_log(replica_id))
         process.start()
         started_at = dt.datetime.now(dt.timezone.utc)

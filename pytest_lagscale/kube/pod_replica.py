@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from ..config.deployment import LOCAL_PORT_ANNOTATION, HttpProbe, container_probe
 from ..config.replica_args import program_end
 from ..contract.flags import PLATFORM_FLAGS
 from ..contract.errors import ConfigError
@@ -52,6 +53,13 @@ class ReplicaSpec:
         readiness_period_s, readiness_failure_threshold, readiness_success_threshold: the probe's
             ``periodSeconds`` (s), ``failureThreshold`` and ``successThreshold`` (Kubernetes
             defaults 10 s, 3, 1).
+        kind: ``replica`` (the container runs ``spark_consumer``: the node adds the per-replica
+            flags) or ``command`` (any other consumer, run as written: docs/byo-consumer.md).
+        readiness: a command consumer's readiness probe (httpGet, tcpSocket or exec; a port
+            equal to the port variable's declared value is the pod's own port), or None: the
+            pod is ready once it is a member of the group holding partitions.
+        port_env: the env variable named by the pod's ``pytest-lagscale.io/local-port-env``
+            annotation (set to the pod's own port), or None.
     """
 
     namespace: str
@@ -65,6 +73,9 @@ class ReplicaSpec:
     readiness_period_s: float = 10.0
     readiness_failure_threshold: int = 3
     readiness_success_threshold: int = 1
+    kind: str = "replica"
+    readiness: HttpProbe | None = None
+    port_env: str | None = None
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:
@@ -84,7 +95,7 @@ def pod_id(pod: Mapping[str, Any]) -> str:
 
 
 def replica_spec(pod: Mapping[str, Any], *, python: str, node_name: str = NODE_NAME,
-                 pod_ip: str = LOOPBACK_IP) -> ReplicaSpec:
+                 pod_ip: str = LOOPBACK_IP, port: int | None = None) -> ReplicaSpec:
     """Read a pod into a :class:`ReplicaSpec`.
 
     Args:
@@ -92,19 +103,22 @@ def replica_spec(pod: Mapping[str, Any], *, python: str, node_name: str = NODE_N
         python: the interpreter replacing a command's ``python``/``python3``.
         node_name, pod_ip: what ``spec.nodeName`` and ``status.podIP``/``status.hostIP``
             references resolve to (the agent's node; pods share the host's loopback).
+        port: the pod's own port on the host; a command consumer's port variable (annotation
+            ``pytest-lagscale.io/local-port-env``) is set to it before ``$(VAR)`` expansion.
 
     Raises:
         ConfigError: every problem at once, each naming the pod and the field: no container
-            running the replica program, a non-string command/args item, an env ``valueFrom``
-            other than a ``fieldRef`` to one of :data:`FIELD_PATHS`.
+            running the replica program in a pod of several containers, a non-string
+            command/args item, an env ``valueFrom`` other than a ``fieldRef`` to one of
+            :data:`FIELD_PATHS`, an invalid readiness probe of a command consumer.
     """
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     who = f"pod {pod_id(pod)!r}"
     problems: list[str] = []
     index, container = _consumer_container(spec.get("containers") or [])
     if container is None:
-        raise ConfigError(f"{who}: spec.containers has no container running 'python -m "
-                          "spark_consumer'; apply the committed consumer Deployment")
+        raise ConfigError(f"{who}: spec.containers has several containers and none runs "
+                          "'python -m spark_consumer'; give the consumer a pod of its own")
     path = f"spec.containers[{index}]"
     fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", ""),
               "metadata.uid": meta.get("uid", ""), "spec.nodeName": node_name,
@@ -118,9 +132,19 @@ def replica_spec(pod: Mapping[str, Any], *, python: str, node_name: str = NODE_N
                 problems.append(f"{who}: {path}.{key}[{i}]: {item!r} is not a string; quote it")
             else:
                 raw.append(item)
+    kind = "replica" if program_end([expand(a, env) for a in raw]) is not None else "command"
+    port_env = (meta.get("annotations") or {}).get(LOCAL_PORT_ANNOTATION) if kind == "command" else None
+    declared = env.get(str(port_env)) if port_env else None
+    if port_env and port is not None:
+        env[str(port_env)] = str(port)
     if problems:
         raise ConfigError(problems)
     argv = tuple(python if a in ("python", "python3") else expand(a, env) for a in raw)
+    readiness = None
+    if kind == "command":
+        readiness = container_probe(container, "readinessProbe", path=path, env=env, source=who)
+        if readiness is not None and port is not None and str(readiness.port) == declared:
+            readiness = replace(readiness, port=port)
     probe = container.get("readinessProbe") or {}
     get = probe.get("httpGet") or {}
     grace = spec.get("terminationGracePeriodSeconds")
@@ -132,7 +156,8 @@ def replica_spec(pod: Mapping[str, Any], *, python: str, node_name: str = NODE_N
         readiness_path=get.get("path", "/") if get else None,
         readiness_period_s=float(probe.get("periodSeconds", 10)),
         readiness_failure_threshold=int(probe.get("failureThreshold", 3)),
-        readiness_success_threshold=int(probe.get("successThreshold", 1)))
+        readiness_success_threshold=int(probe.get("successThreshold", 1)),
+        kind=kind, readiness=readiness, port_env=str(port_env) if port_env else None)
 
 
 def _consumer_container(containers: Sequence[Any]) -> tuple[int, Mapping[str, Any] | None]:

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..contract.flags import ENV_PREFIX, FLAG_BY_OPTION
 from ..contract.errors import ReplicaError
@@ -132,3 +132,19 @@ def prepare_image(argv: tuple[str, ...], env: dict[str, str], log_path: Path,
     lines = [ln.strip() for ln in step.tail(5) if ln.strip().endswith(".jsa")]
     return PreparedImage(engine, lines[-1] if lines else None,
                          round(time.monotonic() - started, 3))
+
+
+def prepare_template_image(template: Any, log_path: Path) -> tuple[PreparedImage, dict[str, str]]:
+    """The image step of a replica template, on any platform: a command consumer's
+    (:func:`prepare_command_image`; engine ``command``) or the replica program's
+    (:func:`prepare_image`). Returns what was done and the image's env (``PATH`` of a program
+    built here; {} otherwise), which goes under each replica's own env.
+
+    Raises:
+        ReplicaError: the step failed (see the two functions).
+    """
+    if getattr(template, "kind", "replica") != "command":
+        return prepare_image(template.argv, dict(template.env), log_path), {}
+    started = time.monotonic()
+    env = prepare_command_image(template.image, template.env, log_path)
+    return PreparedImage("command", None, round(time.monotonic() - started, 3)), env

@@ -58,21 +58,25 @@ class DeploymentStatus:
 
 
 def deployment_object(manifest: str | Path, argv: tuple[str, ...], env: dict[str, str],
-                      python: str | None = None) -> dict:
+                      python: str | None = None, *, kind: str = "replica") -> dict:
     """The committed Deployment with the run's replica command line, at 0 replicas.
 
     The consumer container's ``command`` becomes ``argv`` (this interpreter written back as
     ``python``) and its ``args`` empty; the template's env is merged over the manifest's.
+    ``kind`` ``command``: the manifest's only container is the consumer (any command:
+    docs/byo-consumer.md); ``argv`` is its command and args with the plan's overrides.
 
     Raises:
-        ConfigError: the manifest has no container running ``spark_consumer``.
+        ConfigError: the manifest has no container running ``spark_consumer`` (kind
+            ``replica``).
     """
     import yaml
 
     doc = yaml.safe_load(Path(manifest).read_text())
     containers = doc["spec"]["template"]["spec"]["containers"]
     consumer = next((c for c in containers
-                     if "spark_consumer" in " ".join(c.get("command", []) + c.get("args", []))),
+                     if kind == "command"
+                     or "spark_consumer" in " ".join(c.get("command", []) + c.get("args", []))),
                     None)
     if consumer is None:
         raise ConfigError(f"{manifest}: spec.template.spec.containers has no container running "
@@ -134,6 +138,14 @@ class KubernetesDeployment(StartStop):
         self._status = DeploymentStatus(0.0, 0, 0, 0)
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+        self._group_members: Any = None
+
+    def use_group_membership(self, members: Any) -> None:
+        """A command consumer without a readinessProbe: its pods are ready by group membership
+        (:meth:`~pytest_lagscale.kube.node_agent.NodeAgent.use_group_membership`)."""
+        self._group_members = members
+        if self.agent is not None:
+            self.agent.use_group_membership(members)
 
     # -- set-up ----------------------------------------------------------------------------
     @staticmethod
@@ -141,8 +153,7 @@ class KubernetesDeployment(StartStop):
         """Refuse, before anything starts, a plan this platform cannot run.
 
         Raises:
-            ConfigError: a policy KEDA cannot run (:func:`check_policy`); a command consumer
-                (the node agent runs the replica program only); without
+            ConfigError: a policy KEDA cannot run (:func:`check_policy`); without
                 ``--kubeconfig``, the control plane's binaries are not built (names
                 ``scripts/bootstrap --with-kube``); with it, what
                 :func:`~pytest_lagscale.kube.cluster.preflight` finds missing.
@@ -150,11 +161,6 @@ class KubernetesDeployment(StartStop):
         from ..kube import build
 
         check_policy(plan.policy_config)
-        deployment = getattr(plan, "deployment", None)
-        if getattr(deployment, "command", None) is not None:
-            raise ConfigError(f"--platform kubernetes: {deployment.source} runs a command "
-                              "consumer, and this platform's node agent runs the replica program "
-                              "(spark_consumer) only; use --platform local")
         kubeconfig = getattr(plan.settings, "kubeconfig", None)
         if kubeconfig:
             from kubernetes import config
@@ -186,7 +192,7 @@ class KubernetesDeployment(StartStop):
         from ..kube.control_plane import keda_control_plane
         from ..kube.metrics_tap import MetricsTap
         from ..kube.node_agent import NodeAgent
-        from .image import prepare_image
+        from .image import prepare_template_image
 
         if self.api is not None:
             return self
@@ -212,19 +218,23 @@ class KubernetesDeployment(StartStop):
                              versions=self.control_plane.versions)
             self.api = config.new_client_from_config(
                 config_file=self.control_plane.layout.kubeconfig("admin"))
-        self.image = prepare_image(self.template.argv, dict(self.template.env),
-                                   self.layout.image_build_log)
+        self.image, image_env = prepare_template_image(self.template, self.layout.image_build_log)
         self.events.emit("image_prepared", engine=self.image.engine,
+                         image=getattr(self.template, "image", None),
                          cds_archive=self.image.cds_archive, duration_s=self.image.duration_s)
         body = deployment_object(self.template.manifest, self.template.argv,
-                                 dict(self.template.env))
+                                 dict(self.template.env),
+                                 kind=getattr(self.template, "kind", "replica"))
         self.name = body["metadata"]["name"]
         selector = body["spec"]["selector"]["matchLabels"]
         from kubernetes import client
 
         client.AppsV1Api(self.api).create_namespaced_deployment(self.namespace, body)
         self.agent = NodeAgent(self.api, self.namespace, selector, self.layout, self.events,
-                               clock=self.clock, graceful=self.graceful).start()
+                               clock=self.clock, graceful=self.graceful, image_env=image_env)
+        if self._group_members is not None:
+            self.agent.use_group_membership(self._group_members)
+        self.agent.start()
         self._poller = threading.Thread(target=self._poll_loop, name="lagscale-deployment-poll",
                                         daemon=True)
         self._poller.start()
@@ -286,6 +296,11 @@ class KubernetesDeployment(StartStop):
         return [] if self.agent is None else self.agent.replicas()
 
     def metrics_targets(self) -> list[str]:
+        """``127.0.0.1:<port>`` of each live pod; none for a command consumer without a port
+        variable (it serves no metrics the run can find)."""
+        if (getattr(self.template, "kind", "replica") == "command"
+                and getattr(self.template, "port_env", None) is None):
+            return []
         return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()]
 
     def wait_ready(self, n: int, within_s: float) -> float:

@@ -48,9 +48,9 @@ from ..exit_status import describe_exit, exit_signal
 from ..kafka.embedded import free_port
 from ..lifecycle import StartStop
 from ..process import ManagedProcess
-from ..wait import probe_exec, probe_http, probe_tcp
+from ..wait import probe_http, run_probe
 from .identity import POD_NAME_VAR, expand_pod_fields, flag_value, lowest_free_ordinal, pod_name
-from .image import PreparedImage, prepare_command_image, prepare_image
+from .image import PreparedImage, prepare_template_image
 
 if TYPE_CHECKING:
     from ..config.deployment import DeploymentConfig
@@ -260,18 +260,11 @@ class LocalDeployment(StartStop):
             ReplicaError: the image build step failed.
         """
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        if self.image is None and self.template.kind == "command":
-            started = time.monotonic()
-            self._image_env = prepare_command_image(self.template.image, self.template.env,
-                                                    self.layout.image_build_log)
-            self.image = PreparedImage("command", None, round(time.monotonic() - started, 3))
-            self.events.emit("image_prepared", engine="command", image=self.template.image,
-                             cds_archive=None, duration_s=self.image.duration_s)
         if self.image is None:
-            self.image = prepare_image(self.template.argv, dict(self.template.env),
-                                       self.layout.image_build_log)
+            self.image, self._image_env = prepare_template_image(self.template,
+                                                                 self.layout.image_build_log)
             self.events.emit("image_prepared", engine=self.image.engine,
-                             cds_archive=self.image.cds_archive,
+                             image=self.template.image, cds_archive=self.image.cds_archive,
                              duration_s=self.image.duration_s)
         if self._monitor is None:
             self._monitor = threading.Thread(target=self._monitor_loop, name=f"{self.name}-probe",
@@ -495,14 +488,11 @@ class LocalDeployment(StartStop):
     def _run_probe(self, replica: Replica, probe: ProbeCheck) -> bool:
         port = (replica.metrics_port if probe.port == self.template.container_port
                 and self.template.port_env is not None else probe.port)
-        if probe.kind == "httpGet":
-            return probe_http(port, probe.path, probe.timeout_s, ok_statuses=range(200, 400))[0]
-        if probe.kind == "tcpSocket":
-            return probe_tcp(port, probe.timeout_s)[0]
         env = {**self.template.env, POD_NAME_VAR: replica.pod_name}
         if self.template.port_env is not None:
             env[self.template.port_env] = str(replica.metrics_port)
-        return probe_exec(expand_pod_fields(probe.command, env), env, probe.timeout_s)[0]
+        return run_probe(probe.kind, port=port, path=probe.path, timeout_s=probe.timeout_s,
+                         command=expand_pod_fields(probe.command, env), env=env)[0]
 
     def _probe_liveness(self, replica: Replica) -> None:
         """One liveness probe of ``replica`` if one is due; restarts it at the threshold."""

@@ -50,7 +50,19 @@ def test_options_of_the_replica_program_are_refused(option: str, value: object) 
     assert "runs a command consumer (franz-go-consumer)" in str(info.value)
 
 
-def test_the_kubernetes_platform_refuses_a_command_consumer() -> None:
-    plan = plan_run(RunSettings(SPIKE_CI, deployment=FRANZ))
-    with pytest.raises(ConfigError, match="runs a command consumer.*use --platform local"):
-        check_plan("kubernetes", plan)
+def test_the_kubernetes_deployment_of_a_command_consumer_keeps_its_container_with_the_runs_env() -> None:
+    from pytest_lagscale.platform.kubernetes import deployment_object
+
+    plan = plan_run(RunSettings(SPIKE_CI, deployment=FRANZ, balancer="range"))
+    template = template_from_deployment(plan.deployment, "127.0.0.1:39092",
+                                        flag_overrides={"-balancer": "range"},
+                                        connection={"KAFKA_TOPIC": "events-r1"})
+    body = deployment_object(FRANZ, template.argv, dict(template.env), kind="command")
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:2] == ["franz-go-consumer", "-balancer=range"]
+    assert container["args"] == []
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert (env["KAFKA_BOOTSTRAP"], env["KAFKA_TOPIC"], env["METRICS_PORT"]) == (
+        "127.0.0.1:39092", "events-r1", "9400")
+    assert body["spec"]["replicas"] == 0
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"

@@ -83,7 +83,7 @@ def test_unsupported_value_from_and_bad_args_are_reported_together():
 def test_a_pod_without_the_replica_program_is_refused():
     pod = copy.deepcopy(POD)
     pod["spec"]["containers"] = [{"name": "a", "command": ["sleep"]}, {"name": "b", "command": ["true"]}]
-    with pytest.raises(ConfigError, match="has no container running 'python -m spark_consumer'"):
+    with pytest.raises(ConfigError, match="several containers and none runs 'python -m spark_consumer'"):
         _spec(pod)
 
 
@@ -168,3 +168,56 @@ def test_kubernetes_client_objects_serialize_to_the_shape_read_here():
     again = api.sanitize_for_serialization(pod)
     assert pr.replica_spec(again, python="py").argv == ("py",) + _spec().argv[1:]
     assert pr.termination_grace_s(again) == 30.0
+
+
+def _franz_pod() -> dict:
+    """A pod of the bundled franz-go Deployment as the ReplicaSet makes it."""
+    from pytest_lagscale.platform.kubernetes import deployment_object
+
+    doc = deployment_object("k8s/franz-go-consumer-deployment-ci.yaml",
+                            ("franz-go-consumer", "-balancer=range", "-metrics-addr=:$(METRICS_PORT)"),
+                            {"KAFKA_BOOTSTRAP": "127.0.0.1:39092", "KAFKA_TOPIC": "events-r1"},
+                            kind="command")
+    template = doc["spec"]["template"]
+    meta = {**template["metadata"], "name": "franz-go-consumer-5c-abcde", "namespace": "lagscale-run",
+            "uid": "u-1"}
+    return {"metadata": meta, "spec": template["spec"]}
+
+
+def test_a_command_consumers_pod_runs_as_written_with_its_own_port_and_probe():
+    spec = pr.replica_spec(_franz_pod(), python="/venv/bin/python", port=41999)
+    assert spec.kind == "command"
+    assert spec.argv == ("franz-go-consumer", "-balancer=range", "-metrics-addr=:41999")
+    assert spec.port_env == "METRICS_PORT"
+    assert spec.env["METRICS_PORT"] == "41999"
+    assert (spec.env["KAFKA_BOOTSTRAP"], spec.env["KAFKA_TOPIC"], spec.env["KAFKA_GROUP"]) == (
+        "127.0.0.1:39092", "events-r1", "enrich")
+    assert spec.readiness is not None
+    assert (spec.readiness.kind, spec.readiness.path, spec.readiness.port) == ("httpGet", "/healthz", 41999)
+    # the node adds no per-replica flags to a command consumer; replica_argv is for the program
+    assert "--metrics-port" not in " ".join(spec.argv)
+
+
+def test_a_command_consumers_probe_on_another_port_keeps_that_port_and_exec_expands_its_env():
+    pod = _franz_pod()
+    container = pod["spec"]["containers"][0]
+    container["readinessProbe"] = {"tcpSocket": {"port": 7000}}
+    assert pr.replica_spec(pod, python="py", port=41999).readiness.port == 7000
+    container["readinessProbe"] = {"exec": {"command": ["probe", "$(METRICS_PORT)"]}, "timeoutSeconds": 2}
+    probe = pr.replica_spec(pod, python="py", port=41999).readiness
+    assert (probe.kind, probe.command, probe.timeout_s) == ("exec", ("probe", "41999"), 2)
+
+
+def test_a_command_consumer_without_a_probe_is_left_to_group_membership():
+    pod = _franz_pod()
+    del pod["spec"]["containers"][0]["readinessProbe"]
+    spec = pr.replica_spec(pod, python="py", port=41999)
+    assert (spec.kind, spec.readiness) == ("command", None)
+
+
+def test_a_bad_probe_of_a_command_consumer_names_the_pod_and_the_field():
+    pod = _franz_pod()
+    pod["spec"]["containers"][0]["readinessProbe"] = {"grpc": {"port": 9400}}
+    with pytest.raises(ConfigError, match=r"spec\.containers\[0\]\.readinessProbe.*exactly one of.*"
+                                          r"in pod 'lagscale-run/franz-go-consumer-5c-abcde'"):
+        pr.replica_spec(pod, python="py", port=41999)
