@@ -33,13 +33,17 @@ POLL_S = 0.2
 
 
 def scaled_object(source: str | Path, *, bootstrap: str, group: str, topic: str,
-                  lag_threshold: int | None) -> dict:
+                  lag_threshold: int | None, target: str | None = None) -> dict:
     """The ScaledObject manifest with its kafka triggers pointed at the run's broker, group
-    and topic (and the plan's lagThreshold when one is given)."""
+    and topic (and the plan's lagThreshold when one is given), and its
+    ``spec.scaleTargetRef.name`` at ``target``, the run's Deployment (a committed ScaledObject
+    names ``lagscale-consumer``; a Deployment given with ``--deployment`` has its own name)."""
     import yaml
 
     doc = yaml.safe_load(Path(source).read_text())
     doc["metadata"].pop("namespace", None)
+    if target is not None:
+        doc["spec"].setdefault("scaleTargetRef", {})["name"] = target
     for trigger in doc["spec"]["triggers"]:
         if trigger.get("type") == "kafka":
             meta = trigger.setdefault("metadata", {})
@@ -103,10 +107,13 @@ class KubeAutoscaler(StartStop):
         self.clock = clock or RealClock()
         self.events = EventLog(events_path, source="controller", clock=self.clock)
         self.body = scaled_object(plan.policy_config.source, bootstrap=bootstrap, group=group,
-                                  topic=topic, lag_threshold=plan.lag_threshold)
+                                  topic=topic, lag_threshold=plan.lag_threshold,
+                                  target=getattr(platform, "name", None) or None)
         self.name = self.body["metadata"]["name"]
         self.hpa_name = f"keda-hpa-{self.name}"
         self.metrics = ControllerMetrics(self.name, self.hpa_name)
+        self.metrics.read_ready(str(getattr(platform, "name", "") or self.name),
+                                lambda: platform.ready_replicas)
         self.controller = SimpleNamespace(needs_lag=False)
         self.last_offsets = None
         self.metrics_port: int | None = None
@@ -126,6 +133,7 @@ class KubeAutoscaler(StartStop):
         client.CustomObjectsApi(self.platform.api).create_namespaced_custom_object(
             "keda.sh", "v1alpha1", self.platform.namespace, "scaledobjects", self.body)
         self.events.emit("scaled_object_applied", name=self.name,
+                         scale_target=self.body["spec"]["scaleTargetRef"]["name"],
                          triggers=self.body["spec"]["triggers"])
         self._server, _ = start_http_server(0, addr="127.0.0.1", registry=self.metrics.registry)
         self.metrics_port = self._server.server_port

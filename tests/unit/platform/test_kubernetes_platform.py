@@ -40,3 +40,11 @@ def test_the_scaled_object_points_at_the_runs_broker_group_and_topic():
         "127.0.0.1:9", "g-1", "t-1")
     assert meta["lagThreshold"] == "50"
     assert doc["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert doc["spec"]["scaleTargetRef"]["name"] == "lagscale-consumer"  # as committed
+
+
+def test_the_scaled_object_targets_the_runs_own_deployment():
+    doc = scaled_object(K8S / "scaledobject-ci.yaml", bootstrap="127.0.0.1:9", group="g-1",
+                        topic="t-1", lag_threshold=None, target="franz-go-consumer")
+    assert doc["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
+                                             "name": "franz-go-consumer"}
