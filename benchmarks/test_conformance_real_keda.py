@@ -82,6 +82,9 @@ def test_real_keda_and_hpa_scale_the_spike_and_the_embedded_hpa_agrees(lagscale_
         "the real HPA scaled out": kube.check(
             "max hpa status.desiredReplicas > minReplicaCount", peak, kube.spec.min_replicas,
             peak is not None and peak > kube.spec.min_replicas),
+        "ready pods on the timeline": kube.check(
+            "replica_seconds > 0 on kubernetes (the timeline's ready replicas)",
+            m["replica_seconds"], 0.0, bool(m["replica_seconds"])),
         "enough syncs": kube.check(f"HPA syncs seen by the tap >= {MIN_SYNCS}", syncs,
                                    MIN_SYNCS, syncs >= MIN_SYNCS),
         "shadow agrees": kube.check(
