@@ -3,6 +3,7 @@ engine (a replica ready in about a second), reading a fresh 4-partition topic an
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,3 +23,15 @@ def arrow_template(kafka_cluster: Any) -> Any:
     return template_from_deployment(
         load_deployment(K8S / "consumer-deployment-ci.yaml"), kafka_cluster.bootstrap_servers,
         flag_overrides={"--topic": topic, "--group": group, "--engine": "arrow"})
+
+
+def wait_for(predicate: Any, within_s: float, what: str) -> Any:
+    """``predicate()``'s first truthy value, polled every 0.2 s; AssertionError naming ``what``
+    after ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not within {within_s:g} s: {what}")

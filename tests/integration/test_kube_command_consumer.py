@@ -12,7 +12,6 @@ command that builds them).
 from __future__ import annotations
 
 import subprocess
-import time
 import urllib.request
 import uuid
 
@@ -27,21 +26,11 @@ from pytest_lagscale.kube.policy import hpa_timing
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment
 from pytest_lagscale.platform.local import template_from_deployment
 
-from ._kube import K8S
+from ._kube import K8S, wait_for as _wait
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 ROOT = K8S.parent
 RECORDS = 2_000
-
-
-def _wait(predicate, within_s: float, what: str):
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {within_s:g} s: {what}")
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -24,7 +23,7 @@ from pytest_lagscale.kube import build
 from pytest_lagscale.kube.policy import hpa_timing
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment
 
-from ._kube import K8S, arrow_template
+from ._kube import K8S, arrow_template, wait_for as _wait
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 
@@ -59,14 +58,6 @@ def _pods(platform):
     return [platform.api.sanitize_for_serialization(p) for p in pods.items]
 
 
-def _wait(predicate, within_s: float, what: str):
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {within_s:g} s: {what}")
 
 
 def test_pods_run_as_replicas_are_replaced_when_killed_and_removed_on_scale_down(deployment):
