@@ -1,4 +1,4 @@
-"""Build the five control-plane binaries from their pinned Go modules into the per-user cache.
+"""Build the control-plane and node binaries from their pinned Go modules into the per-user cache.
 
 ``scripts/build-kube`` (and ``scripts/bootstrap --with-kube``) run :func:`main`. For each
 component of :data:`~pytest_lagscale.kube.pins.COMPONENTS` the wrapper go.mod is copied to
@@ -62,6 +62,8 @@ BINARIES: tuple[Binary, ...] = (
     Binary("kube-controller-manager", "kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager"),
     Binary("keda-operator", "keda", "github.com/kedacore/keda/v2/cmd/operator"),
     Binary("keda-adapter", "keda", "github.com/kedacore/keda/v2/cmd/adapter"),
+    Binary("kubelet", "kubernetes-node", "k8s.io/kubernetes/cmd/kubelet"),
+    Binary("kube-scheduler", "kubernetes-node", "k8s.io/kubernetes/cmd/kube-scheduler"),
 )
 
 
@@ -81,7 +83,7 @@ def ldflags(component: str, version: str) -> str:
         >>> ldflags("etcd", "v3.6.16")
         '-X go.etcd.io/etcd/api/v3/version.GitSHA=v3.6.16'
     """
-    if component == "kubernetes":
+    if pins.PIN_OF.get(component, component) == "kubernetes":
         parts = version.lstrip("v").split(".")
         if len(parts) != 3 or not all(p.isdigit() for p in parts):
             raise ConfigError(f"k8s.io/kubernetes version {version!r}: not v<major>.<minor>.<patch>; "
@@ -199,16 +201,19 @@ def find_installed(component: str, root: Path | None = None,
     return None
 
 
-def missing_reason(root: Path | None = None, cache: Path | None = None) -> str | None:
-    """Why the local control plane cannot start, or ``None`` when every binary is built.
+def missing_reason(root: Path | None = None, cache: Path | None = None, *,
+                   components: Sequence[str] = pins.CONTROL_PLANE) -> str | None:
+    """Why the local control plane (or, with ``components=pins.NODE``, the kubelet node)
+    cannot start, or ``None`` when every binary is built.
 
     The message names the components and the command that builds them (for pytest skips).
     """
-    missing = [f"{c} {pins.pinned_version(c, root)}" for c in pins.COMPONENTS
+    missing = [f"{c} {pins.pinned_version(c, root)}" for c in components
                if find_installed(c, root, cache) is None]
     if not missing:
         return None
-    return (f"control-plane binaries not built ({', '.join(missing)}); run "
+    what = "node" if tuple(components) == pins.NODE else "control-plane"
+    return (f"{what} binaries not built ({', '.join(missing)}); run "
             f"{BOOTSTRAP_COMMAND} (cold build ~14 min on 2 cores, then cached)")
 
 
@@ -258,7 +263,7 @@ def _check_upstream(p: Plan, gomodcache: Path, go: str = "go") -> None:
         return
     upstream = pins.read_gomod(mod_file, go)
     pin = pins.read_pin(p.component, go=go)
-    if p.component == "kubernetes":
+    if pins.PIN_OF.get(p.component, p.component) == "kubernetes":
         problems = pins.check_kubernetes_replaces(pin, upstream)
     else:
         problems = pins.check_carried_replaces(pin, upstream)

@@ -181,7 +181,7 @@ class ControlPlane(StartStop):
         reason = build.missing_reason()
         if reason is not None:
             raise LagscaleError(f"control plane: {reason}")
-        return {c: build.find_installed(c) for c in pins.COMPONENTS}  # type: ignore[misc]
+        return {c: build.find_installed(c) for c in pins.CONTROL_PLANE}  # type: ignore[misc]
 
     def _wait_ready(self, cmd: Command, process: Any) -> float:
         started = self.clock.now()

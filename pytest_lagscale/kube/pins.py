@@ -38,12 +38,20 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "etcd": ("etcd",),
     "kubernetes": ("kube-apiserver", "kube-controller-manager"),
     "keda": ("keda-operator", "keda-adapter"),
+    "kubernetes-node": ("kubelet", "kube-scheduler"),
 }
+#: The components of the local control plane (a run on ``--platform kubernetes`` needs them).
+CONTROL_PLANE: tuple[str, ...] = ("etcd", "kubernetes", "keda")
+#: The components of the kubelet node (``--node kubelet``): built from the Kubernetes pin.
+NODE: tuple[str, ...] = ("kubernetes-node",)
+#: A component built from another component's wrapper module (same pin, same version).
+PIN_OF: dict[str, str] = {"kubernetes-node": "kubernetes"}
 #: component -> the module path whose version is the component's version.
 VERSION_MODULE: dict[str, str] = {
     "etcd": "go.etcd.io/etcd/server/v3",
     "kubernetes": "k8s.io/kubernetes",
     "keda": "github.com/kedacore/keda/v2",
+    "kubernetes-node": "k8s.io/kubernetes",
 }
 
 
@@ -170,7 +178,7 @@ def pin_path(component: str, root: Path | None = None) -> Path:
     if component not in COMPONENTS:
         raise ConfigError(f"component {component!r}: not one of {', '.join(COMPONENTS)}; "
                           "pick a component of pytest_lagscale/data/kube")
-    return (root or pins_dir()) / component / "go.mod"
+    return (root or pins_dir()) / PIN_OF.get(component, component) / "go.mod"
 
 
 def read_pin(component: str, root: Path | None = None, go: str = "go") -> GoMod:
@@ -230,11 +238,12 @@ def _no_require(path: Path, component: str) -> str:
 
 
 def pinned_versions(root: Path | None = None) -> dict[str, str]:
-    """Every component's pinned version, for the benchmark JSON's ``inputs.versions``.
+    """The control plane's pinned versions, for the benchmark JSON's ``inputs.versions`` (the
+    node's kubelet is the ``kubernetes`` version).
 
     Example: ``{"etcd": "v3.6.16", "kubernetes": "v1.36.3", "keda": "v2.21.0"}``.
     """
-    return {c: pinned_version(c, root) for c in COMPONENTS}
+    return {c: pinned_version(c, root) for c in CONTROL_PLANE}
 
 
 def cache_key(component: str, go_version: str, goos_goarch: str, ldflags: str,
