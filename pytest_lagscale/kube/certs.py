@@ -16,6 +16,8 @@ file stem                  subject (CN / O)                           usage     
 ``keda-operator``          keda-operator / system:masters             server+client loopback
 ``keda-adapter``           keda-metrics-apiserver / system:masters    server+client loopback +
                                                                                    adapter svc
+``kubelet``                system:node:lagscale-node / +masters       client       -
+``scheduler``              system:kube-scheduler                      server+client loopback
 =========================  =========================================  ===========  ==========
 
 "loopback" is IP 127.0.0.1 and DNS ``localhost`` only. The adapter's certificate also names
@@ -23,9 +25,8 @@ file stem                  subject (CN / O)                           usage     
 ``handler_proxy.go`` ``updateAPIService``). KEDA's operator and adapter serve and dial their
 gRPC link with one certificate (keda ``pkg/metricsservice/utils/tls.go``
 ``LoadGrpcTLSCredentials``), copied as ``ca.crt``/``tls.crt``/``tls.key`` into ``keda-operator/``
-and ``keda-adapter/``; their identities are in ``system:masters`` (no KEDA RBAC manifests).
-``sa.key``/``sa.pub`` is the service-account signing pair. Source: kubernetes.io/docs/setup/best-practices/certificates ("Single root CA", "All
-certificates"); docs/kubernetes.md "Certificates and kubeconfigs".
+and ``keda-adapter/`` (in ``system:masters``: no KEDA RBAC); ``sa.key``/``sa.pub`` signs tokens. Source: kubernetes.io/docs/setup/
+best-practices/certificates; docs/kubernetes.md "Certificates and kubeconfigs".
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from ..contract.errors import ConfigError
 
 LOOPBACK_IP = "127.0.0.1"
 LOOPBACK_DNS = "localhost"
+#: The one Node of the kubelet node (``--node kubelet``).
+NODE_NAME = "lagscale-node"
 DEFAULT_VALID_S = 7 * 24 * 3600.0
 BACKDATE_S = 3600.0
 
@@ -88,6 +91,10 @@ def leaf_specs(adapter_service: str = "keda-metrics-apiserver",
         CertSpec("keda-adapter", "keda-metrics-apiserver", masters, server=True, client=True,
                  dns_names=(LOOPBACK_DNS, adapter_service_name(adapter_service, adapter_namespace)),
                  ip_addresses=(LOOPBACK_IP,)),
+        # the kubelet node: no Node authorizer on the apiserver (RBAC only), so the kubelet's
+        # identity is also in system:masters
+        CertSpec("kubelet", f"system:node:{NODE_NAME}", ("system:nodes", *masters), client=True),
+        CertSpec("scheduler", "system:kube-scheduler", server=True, client=True, **loop),
     )
 
 

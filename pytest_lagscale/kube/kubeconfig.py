@@ -28,6 +28,8 @@ IDENTITIES = {
     "controller-manager": "controller-manager",
     "keda-operator": "keda-operator",
     "keda-adapter": "keda-adapter",
+    "kubelet": "kubelet",
+    "scheduler": "scheduler",
 }
 
 

@@ -116,7 +116,8 @@ def test_generate_rejects_naive_time_and_bad_lifetime(tmp_path):
 def test_kubeconfigs_point_at_the_loopback_apiserver_with_file_paths(pki, tmp_path):
     server = kubeconfig.apiserver_url(6443)
     paths = kubeconfig.write_all(tmp_path, pki, server)
-    assert sorted(paths) == ["admin", "controller-manager", "keda-adapter", "keda-operator"]
+    assert sorted(paths) == ["admin", "controller-manager", "keda-adapter", "keda-operator",
+                            "kubelet", "scheduler"]
     doc = yaml.safe_load(paths["controller-manager"].read_text())
     assert doc["clusters"] == [{"name": "lagscale", "cluster": {
         "server": "https://127.0.0.1:6443", "certificate-authority": str(pki.crt("ca"))}}]

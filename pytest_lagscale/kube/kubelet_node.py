@@ -1,0 +1,343 @@
+"""The kubelet node of a run: containerd, a real kubelet and kube-scheduler, and their cleanup.
+
+:class:`KubeletNode` starts, beside a running :class:`~.control_plane.ControlPlane`: containerd
+with the run's configuration (:mod:`.node_commands`; the sandbox image imported from
+:mod:`.images`), kube-scheduler, and the kubelet, each ready before the next; then waits for
+the Node to be ``Ready``. Pods scheduled to it run as containers (runc). One kubelet per host
+at a time (it hard-codes ``/var/lib/kubelet/device-plugins`` and ``/var/log/containers``): a
+second run is refused while the first holds the host lock.
+
+:meth:`KubeletNode.stop` leaves nothing of the node, on every exit path that reaches it: the
+kubelet and the scheduler stop, every container of containerd's ``k8s.io`` namespace is killed
+and deleted (``ctr``), containerd stops, a shim still running is killed, every mount under the
+node's state directory is unmounted (deepest first), the ``kubepods`` cgroups are removed
+depth-first, and the state directory goes. :func:`leftovers` lists what would remain.
+
+Source: kubernetes.io/docs/concepts/architecture/nodes ("Node status": the Ready condition);
+containerd v1.6 cmd/ctr (``tasks kill``, ``tasks delete``, ``containers delete``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from ..contract.clock import Clock, RealClock
+from ..contract.errors import LagscaleError, ReadinessTimeout
+from ..contract.paths import cache_dir
+from ..lifecycle import StartStop
+from . import build, images, node_commands as nc, pins
+from .commands import Command
+
+STATE_ROOT = Path("/run/lagscale")
+HOST_LOCK = STATE_ROOT / "kubelet-node.lock"
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+KUBEPODS = "kubepods"
+
+
+class KubeletNode(StartStop):
+    """containerd, kube-scheduler and the kubelet of one run, on the run's control plane.
+
+    Args:
+        control_plane: the started :class:`~.control_plane.ControlPlane` (its layout gives the
+            PKI, the kubeconfigs of ``kubelet`` and ``scheduler`` and the admin client).
+        run_id: the run's id (the state directory ``/run/lagscale/<run id>``).
+        free_port: ``() -> int`` picking loopback ports.
+        clock: time source.
+        ready_timeout_s: seconds each part (and the Node) may take to become ready.
+
+    Raises (from :meth:`start`):
+        LagscaleError: the node's binaries are not built (names the bootstrap command),
+            containerd or ctr is missing, another run's kubelet node holds the host, or a part
+            exited before it was ready (its log's tail).
+        ReadinessTimeout: a part, or the Node's Ready condition, not ready in time.
+    """
+
+    def __init__(self, control_plane: Any, run_id: str, *, free_port: Callable[[], int],
+                 clock: Clock | None = None, ready_timeout_s: float = READY_TIMEOUT_S):
+        self.control_plane = control_plane
+        self.run_id = run_id
+        self.free_port = free_port
+        self.clock = clock or RealClock()
+        self.ready_timeout_s = ready_timeout_s
+        self.layout: nc.NodeLayout | None = None
+        self.ready_s: dict[str, float] = {}
+        self.node_ready_s: float | None = None
+        self._processes: list[tuple[str, Any]] = []
+        self._lock: Any = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> "KubeletNode":
+        if self.layout is not None:
+            return self
+        reason = build.missing_reason(components=pins.NODE)
+        if reason is not None:
+            raise LagscaleError(f"kubelet node: {reason}")
+        for tool in ("containerd", "ctr", "runc"):
+            if shutil.which(tool) is None:
+                raise LagscaleError(f"kubelet node: {tool!r} not found on PATH; run "
+                                    f"{build.BOOTSTRAP_COMMAND} (it installs containerd and runc "
+                                    "from Debian)")
+        self._take_host()
+        try:
+            self._start_parts()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> dict[str, str]:
+        """Stop the node and remove every container, mount and cgroup of it; returns name ->
+        how each process stopped. Idempotent."""
+        outcomes: dict[str, str] = {}
+        grace = STOP_TIMEOUT_S if timeout_s is None else timeout_s
+        by_name = dict(self._processes)
+        for name in ("kubelet", "kube-scheduler"):
+            if name in by_name:
+                outcomes[name] = by_name[name].stop(grace)
+        if self.layout is not None and "containerd" in by_name:
+            remove_containers(self.layout.socket)
+        if "containerd" in by_name:
+            outcomes["containerd"] = by_name["containerd"].stop(grace)
+        self._processes.clear()
+        if self.layout is not None:
+            kill_shims(self.layout.socket)
+            unmount_under(self.layout.state_dir)
+            remove_kubepods_cgroups()
+            shutil.rmtree(self.layout.state_dir, ignore_errors=True)
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        return outcomes
+
+    def processes(self) -> list[tuple[str, Any]]:
+        """``(name, process)`` of every process started and not stopped, oldest first."""
+        return list(self._processes)
+
+    # -- start ----------------------------------------------------------------------------
+    def _take_host(self) -> None:
+        STATE_ROOT.mkdir(parents=True, exist_ok=True)
+        lock = open(HOST_LOCK, "a+")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            lock.close()
+            raise LagscaleError(f"kubelet node: another run's kubelet node holds this host "
+                                f"({holder}); one kubelet per host at a time: wait for it, or "
+                                "run `lagscale cleanup` if its harness is gone") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"run {self.run_id}, pid {os.getpid()}\n")
+        lock.flush()
+        self._lock = lock
+
+    def _start_parts(self) -> None:
+        from ..process import ManagedProcess
+        from .readiness import probe
+
+        plane = self.control_plane.layout
+        installs = build.find_installed("kubernetes-node")
+        assert installs is not None
+        node_dir = Path(plane.run_dir) / "node"
+        layout = self.layout = nc.NodeLayout(
+            node_dir=node_dir, state_dir=STATE_ROOT / self.run_id,
+            containerd_root=cache_dir() / "containerd",
+            kubelet_port=self.free_port(), kubelet_healthz_port=self.free_port(),
+            scheduler_port=self.free_port())
+        layout.cni_conf_dir.mkdir(parents=True, exist_ok=True)
+        layout.state_dir.mkdir(parents=True, exist_ok=True)
+        layout.containerd_config_path.write_text(nc.containerd_config(layout))
+        (layout.cni_conf_dir / "10-loopback.conflist").write_text(json.dumps(nc.cni_conflist()))
+        layout.kubelet_config_path.write_text(
+            yaml.safe_dump(nc.kubelet_config(layout, plane.pki), sort_keys=False))
+        commands = [
+            nc.containerd_command(layout),
+            nc.scheduler_command(layout, str(installs / "bin" / "kube-scheduler"),
+                                 plane.kubeconfig("scheduler"), plane.pki),
+            nc.kubelet_command(layout, str(installs / "bin" / "kubelet"),
+                               plane.kubeconfig("kubelet")),
+        ]
+        for cmd in commands:
+            process = ManagedProcess(cmd.name, cmd.argv, env=cmd.env,
+                                     log_path=node_dir / f"{cmd.name}.log")
+            self._processes.append((cmd.name, process))
+            process.start()
+            if cmd.name == "containerd":
+                check = lambda: _ctr_answers(layout.socket)  # noqa: E731
+            else:
+                check = lambda cmd=cmd: probe(cmd.readiness, plane.pki).ok  # noqa: E731
+            self.ready_s[cmd.name] = self._wait(cmd, process, check)
+            if cmd.name == "containerd":
+                images.import_archive(layout.socket, images.pause_archive(),
+                                      nc.SANDBOX_IMAGE.rsplit(":", 1)[0])
+        started = self.clock.now()
+        self._wait(Command("node", ()), self._processes[-1][1], self._node_ready)
+        self.node_ready_s = round(self.clock.now() - started, 3)
+
+    def _wait(self, cmd: Command, process: Any, check: Callable[[], bool]) -> float:
+        started = self.clock.now()
+        while not check():
+            code = process.poll()
+            if code is not None:
+                raise LagscaleError(f"kubelet node: {cmd.name} exited ({code}) before it was "
+                                    "ready:\n" + "\n".join(process.tail(20)))
+            if self.clock.now() - started > self.ready_timeout_s:
+                raise ReadinessTimeout(f"kubelet node: {cmd.name} not ready after "
+                                       f"{self.ready_timeout_s:.0f} s:\n"
+                                       + "\n".join(process.tail(20)))
+            self.clock.sleep(0.1)
+        return round(self.clock.now() - started, 3)
+
+    def _node_ready(self) -> bool:
+        from kubernetes import client, config
+
+        assert self.layout is not None
+        api = config.new_client_from_config(config_file=self.control_plane.layout.kubeconfig("admin"))
+        try:
+            node = client.CoreV1Api(api).read_node(self.layout.node_name)
+        except client.exceptions.ApiException:
+            return False
+        finally:
+            api.close()
+        return any(c.type == "Ready" and c.status == "True"
+                   for c in (node.status.conditions or []))
+
+
+# --- cleanup (also what `lagscale cleanup` runs for a node whose harness is gone) ----------------
+
+def _ctr(socket: Path, *args: str, timeout_s: float = 10.0) -> subprocess.CompletedProcess:
+    return subprocess.run(["ctr", "--address", str(socket), "--namespace", "k8s.io", *args],
+                          capture_output=True, text=True, timeout=timeout_s)
+
+
+def _ctr_answers(socket: Path) -> bool:
+    if not socket.exists():
+        return False
+    try:
+        return _ctr(socket, "version", timeout_s=2.0).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def remove_containers(socket: Path) -> list[str]:
+    """Kill (SIGKILL) and delete every task and container of containerd's ``k8s.io``
+    namespace at ``socket`` (the pods' sandboxes and containers, with their snapshots); returns
+    the ids. Never raises: a containerd that does not answer leaves the rest to the shims'
+    kill and the unmount."""
+    try:
+        listed = _ctr(socket, "containers", "list", "--quiet")
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    ids = [line.strip() for line in listed.stdout.splitlines() if line.strip()]
+    for cid in ids:
+        try:
+            _ctr(socket, "tasks", "kill", "--signal", "SIGKILL", cid)
+            _ctr(socket, "tasks", "delete", "--force", cid)
+            _ctr(socket, "containers", "delete", cid)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return ids
+
+
+def _cmdlines() -> dict[int, list[str]]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                raw = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            found[int(entry.name)] = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+    return found
+
+
+def shim_pids(socket: Path) -> list[int]:
+    """Pids of containerd shims serving the containerd at ``socket``."""
+    return [pid for pid, argv in _cmdlines().items()
+            if argv and argv[0].endswith("containerd-shim-runc-v2") and str(socket) in argv]
+
+
+def kill_shims(socket: Path) -> list[int]:
+    """SIGKILL every shim of the containerd at ``socket`` (and so its containers' init); returns
+    the pids."""
+    pids = shim_pids(socket)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def mounts_under(directory: Path) -> list[str]:
+    """Mount points at or under ``directory`` (from ``/proc/self/mounts``), deepest first."""
+    root = str(directory)
+    points = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        point = fields[1].replace("\\040", " ") if len(fields) > 1 else ""
+        if point == root or point.startswith(root + "/"):
+            points.append(point)
+    return sorted(set(points), key=lambda p: (-p.count("/"), p))
+
+
+def unmount_under(directory: Path) -> list[str]:
+    """Unmount (lazily, so a busy mount cannot hold the run) every mount under ``directory``;
+    returns those that are still mounted afterwards."""
+    for point in mounts_under(directory):
+        subprocess.run(["umount", "--lazy", point], capture_output=True)
+    return mounts_under(directory)
+
+
+def kubepods_cgroups() -> list[Path]:
+    """Every ``kubepods`` cgroup directory of every v1 hierarchy, deepest first."""
+    found = []
+    for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.is_dir() else []:
+        top = hierarchy / KUBEPODS
+        if top.is_dir():
+            found += [Path(d) for d, _, _ in os.walk(top)]
+    return sorted(found, key=lambda p: -len(p.parts))
+
+
+def remove_kubepods_cgroups(within_s: float = 5.0) -> list[Path]:
+    """Kill what is left in the ``kubepods`` cgroups and remove them depth-first; returns the
+    directories that could not be removed."""
+    deadline = time.monotonic() + within_s
+    left = kubepods_cgroups()
+    while left and time.monotonic() < deadline:
+        for group in left:
+            try:
+                for pid in (group / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+            try:
+                group.rmdir()
+            except OSError:
+                pass
+        left = kubepods_cgroups()
+        if left:
+            time.sleep(0.1)
+    return left
+
+
+def leftovers(state_dir: Path, socket: Path | None = None) -> list[str]:
+    """What a stopped node left: mounts under ``state_dir``, shims of ``socket``, ``kubepods``
+    cgroups; [] when clean."""
+    socket = socket or state_dir / "containerd.sock"
+    return ([f"mount {p}" for p in mounts_under(state_dir)]
+            + [f"shim pid {p}" for p in shim_pids(socket)]
+            + [f"cgroup {p}" for p in kubepods_cgroups()])
