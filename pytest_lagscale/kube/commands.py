@@ -30,11 +30,14 @@ LOOPBACK = LOOPBACK_IP
 
 #: kube-controller-manager's ``--controllers``: what a Deployment scaled by an HPA needs, the
 #: serviceaccount controllers (pods are rejected without a ``default`` ServiceAccount; the
-#: ServiceAccount admission plugin) and the garbage collector (a deleted Deployment's
-#: ReplicaSets and pods go with it between runs of one session).
+#: ServiceAccount admission plugin), the garbage collector (a deleted Deployment's
+#: ReplicaSets and pods go with it between runs of one session) and the node lifecycle
+#: controller (it lifts the ``node.kubernetes.io/not-ready`` taint a kubelet registers its Node
+#: with once the Node is Ready; without a kubelet node there is no Node and it does nothing).
 CONTROLLERS = ("deployment-controller", "replicaset-controller",
                "horizontal-pod-autoscaler-controller", "serviceaccount-controller",
-               "serviceaccount-token-controller", "garbage-collector-controller")
+               "serviceaccount-token-controller", "garbage-collector-controller",
+               "node-lifecycle-controller")
 #: Admission plugins enabled on top of the defaults; none of them needs a kubelet or a node.
 ADMISSION_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "ServiceAccount",
                      "DefaultTolerationSeconds", "ResourceQuota", "Priority")

@@ -74,7 +74,7 @@ def test_controller_manager_controllers_and_hpa_timing():
     assert f["controllers"].split(",") == [
         "deployment-controller", "replicaset-controller", "horizontal-pod-autoscaler-controller",
         "serviceaccount-controller", "serviceaccount-token-controller",
-        "garbage-collector-controller"]
+        "garbage-collector-controller", "node-lifecycle-controller"]
     assert f["horizontal-pod-autoscaler-sync-period"] == "2s"
     assert f["horizontal-pod-autoscaler-tolerance"] == "0.05"
     assert f["horizontal-pod-autoscaler-downscale-stabilization"] == "30s"

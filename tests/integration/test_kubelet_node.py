@@ -1,0 +1,95 @@
+"""The kubelet node on the real local control plane: containerd 1.6 + runc (Debian's), the
+kubelet and kube-scheduler v1.36.3 built from the pin. Checked: the Node registers and is Ready;
+a hostNetwork pod of the locally built sandbox image is scheduled (not bound by hand), runs as a
+container (a ``containerd://`` id) and is Ready; deleting it SIGTERMs the container, which exits
+0 within its grace period; after the node stops no kubelet, containerd, shim or container
+process, no mount under its state directory and no ``kubepods`` cgroup is left.
+
+Skipped, naming the bootstrap command, when the binaries, containerd or runc are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from pytest_lagscale.kafka.embedded import free_port
+from pytest_lagscale.kube import build, pins
+from pytest_lagscale.kube.commands import HpaTiming
+from pytest_lagscale.kube.control_plane import keda_control_plane
+from pytest_lagscale.kube.kubelet_node import KubeletNode, leftovers
+from pytest_lagscale.kube.node_commands import SANDBOX_IMAGE
+from pytest_lagscale.process import run_id
+
+from ._kube import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
+NAMESPACE = "lagscale-node-test"
+
+
+@pytest.fixture
+def node(tmp_path):
+    reason = (build.missing_reason() or build.missing_reason(components=pins.NODE)
+              or next((f"{tool} not on PATH; run {build.BOOTSTRAP_COMMAND}"
+                       for tool in ("containerd", "runc", "ctr", "umoci", "gcc")
+                       if shutil.which(tool) is None), None))
+    if reason is not None:
+        pytest.skip(f"kubelet node: {reason}")
+    if os.geteuid() != 0:
+        pytest.skip("kubelet node: runs containers as root only")
+    plane = keda_control_plane(tmp_path / "kube", HpaTiming(), NAMESPACE)
+    with plane:
+        kubelet_node = KubeletNode(plane, run_id(), free_port=free_port)
+        with kubelet_node:
+            yield plane, kubelet_node
+            pids = [p.pid for _, p in kubelet_node.processes()]
+        state_dir = kubelet_node.layout.state_dir
+    assert leftovers(state_dir) == []
+    assert not [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+
+
+def _pod() -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sandbox-only"},
+            "spec": {"hostNetwork": True, "automountServiceAccountToken": False,
+                     "terminationGracePeriodSeconds": 10,
+                     "containers": [{"name": "pause", "image": SANDBOX_IMAGE,
+                                     "imagePullPolicy": "Never"}]}}
+
+
+def test_a_pod_runs_as_a_container_through_the_kubelet_and_stops_on_sigterm(node) -> None:
+    from kubernetes import client, config
+
+    plane, kubelet_node = node
+    api = config.new_client_from_config(config_file=plane.layout.kubeconfig("admin"))
+    core = client.CoreV1Api(api)
+    nodes = core.list_node().items
+    assert [n.metadata.name for n in nodes] == [kubelet_node.layout.node_name]
+    created = time.monotonic()
+    core.create_namespaced_pod(NAMESPACE, _pod())
+
+    def ready():
+        pod = core.read_namespaced_pod("sandbox-only", NAMESPACE)
+        ok = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+        return pod if ok else None
+    pod = wait_for(ready, 60, "the pod Ready")
+    ready_s = time.monotonic() - created
+    assert pod.spec.node_name == kubelet_node.layout.node_name  # bound by the scheduler
+    status = pod.status.container_statuses[0]
+    assert status.container_id.startswith("containerd://"), status.container_id
+    print(f"pod create -> Ready: {ready_s:.2f} s")
+
+    core.delete_namespaced_pod("sandbox-only", NAMESPACE)
+    deleted = time.monotonic()
+
+    def gone():
+        try:
+            core.read_namespaced_pod("sandbox-only", NAMESPACE)
+        except client.exceptions.ApiException as exc:
+            return exc.status == 404
+        return False
+    wait_for(gone, 30, "the pod deleted by the kubelet after its container stopped")
+    # the pause program exits 0 on SIGTERM: the kubelet did not need its 10 s grace period
+    assert time.monotonic() - deleted < 10
