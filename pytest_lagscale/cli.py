@@ -51,21 +51,28 @@ def cleanup(
 
     A reaped run's pid directory is deleted.
     """
-    from .process import known_run, reap_gone_runs, reap_run
+    from .kube.kubelet_node import node_state_runs, reap_state
+    from .process import known_run, pid_dir, reap_gone_runs, reap_run
 
     if run_id is not None:
         try:
-            if not known_run(run_id):
+            if not known_run(run_id) and run_id not in node_state_runs():
                 raise ConfigError(f"run id {run_id!r}: no pid directory and no live process "
                                   "carries it (already reaped, or never run here); `lagscale "
                                   "cleanup` without an argument reaps every gone run")
         except ConfigError as exc:
             raise fail_usage(exc) from None
         typer.echo(f"reaped {_groups(reap_run(run_id))}")
+        for line in reap_state(run_id):
+            typer.echo(f"kubelet node: {line}")
         return
     runs = reap_gone_runs()
     for rid, pgids in runs.items():
         typer.echo(f"run {rid}: harness gone; reaped {_groups(pgids)}; pid directory removed")
+    for rid in node_state_runs():
+        if not pid_dir(rid).is_dir():  # its harness is gone (its pid directory reaped or removed)
+            for line in reap_state(rid):
+                typer.echo(f"run {rid}: kubelet node: {line}")
     typer.echo(f"{len(runs)} run(s) with a gone harness reaped")
 
 

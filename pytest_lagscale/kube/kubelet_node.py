@@ -341,3 +341,52 @@ def leftovers(state_dir: Path, socket: Path | None = None) -> list[str]:
     return ([f"mount {p}" for p in mounts_under(state_dir)]
             + [f"shim pid {p}" for p in shim_pids(socket)]
             + [f"cgroup {p}" for p in kubepods_cgroups()])
+
+
+def _host_free() -> Any:
+    """The host lock if no live kubelet node holds it (the caller closes it), else None."""
+    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    lock = open(HOST_LOCK, "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return None
+    return lock
+
+
+def reap_state(run_id: str) -> list[str]:
+    """Remove what the kubelet node of run ``run_id`` left when its harness died (SIGKILL: the
+    kubelet and containerd die with it, the shims and containers do not): its shims are
+    killed, and, when no other run's node holds the host, the ``kubepods`` cgroups' processes
+    (the containers) are killed and the cgroups removed; its mounts are unmounted and its state
+    directory removed. Returns what was done, one line each ([] when the run had no node).
+
+    Used by ``lagscale cleanup``; never raises for a part already gone.
+    """
+    state = STATE_ROOT / run_id
+    if not state.is_dir():
+        return []
+    done = [f"killed shim {pid}" for pid in kill_shims(state / "containerd.sock")]
+    lock = _host_free()
+    if lock is not None:
+        try:
+            before = kubepods_cgroups()
+            left = remove_kubepods_cgroups()
+            done.append(f"removed {len(before) - len(left)} kubepods cgroup(s)")
+        finally:
+            lock.close()
+    else:
+        done.append("kubepods cgroups left: another run's kubelet node holds this host")
+    mounts = mounts_under(state)
+    unmount_under(state)
+    done.append(f"unmounted {len(mounts)} mount(s) under {state}")
+    shutil.rmtree(state, ignore_errors=True)
+    return done
+
+
+def node_state_runs() -> list[str]:
+    """Run ids with a kubelet node state directory on this host."""
+    if not STATE_ROOT.is_dir():
+        return []
+    return sorted(d.name for d in STATE_ROOT.iterdir() if d.is_dir())

@@ -48,7 +48,16 @@ def node(tmp_path):
             pids = [p.pid for _, p in kubelet_node.processes()]
         state_dir = kubelet_node.layout.state_dir
     assert leftovers(state_dir) == []
-    assert not [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+    assert not [pid for pid in pids if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie waiting for its parent to reap it does not)."""
+    try:
+        return "\tZ" not in next(line for line in open(f"/proc/{pid}/status")
+                                 if line.startswith("State:"))
+    except (OSError, StopIteration):
+        return False
 
 
 def _pod() -> dict:
@@ -93,3 +102,74 @@ def test_a_pod_runs_as_a_container_through_the_kubelet_and_stops_on_sigterm(node
     wait_for(gone, 30, "the pod deleted by the kubelet after its container stopped")
     # the pause program exits 0 on SIGTERM: the kubelet did not need its 10 s grace period
     assert time.monotonic() - deleted < 10
+
+
+CHILD = r'''
+import sys, time
+from pathlib import Path
+from kubernetes import client, config
+from pytest_lagscale.kafka.embedded import free_port
+from pytest_lagscale.kube.commands import HpaTiming
+from pytest_lagscale.kube.control_plane import keda_control_plane
+from pytest_lagscale.kube.kubelet_node import KubeletNode
+from pytest_lagscale.process import run_id
+plane = keda_control_plane(Path(sys.argv[1]), HpaTiming(), "orphans").start()
+node = KubeletNode(plane, run_id(), free_port=free_port).start()
+core = client.CoreV1Api(config.new_client_from_config(config_file=plane.layout.kubeconfig("admin")))
+core.create_namespaced_pod("orphans", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+    "spec": {"hostNetwork": True, "automountServiceAccountToken": False, "containers": [
+        {"name": "pause", "image": sys.argv[2], "imagePullPolicy": "Never"}]}})
+while not any(c.type == "Ready" and c.status == "True"
+              for c in core.read_namespaced_pod("p", "orphans").status.conditions or []):
+    time.sleep(0.2)
+print("READY", node.layout.state_dir, flush=True)
+time.sleep(600)
+'''
+
+
+def test_a_sigkilled_harness_leaves_containers_that_lagscale_cleanup_removes(tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import uuid
+    from pathlib import Path
+
+    from pytest_lagscale.kube.kubelet_node import shim_pids
+
+    reason = (build.missing_reason() or build.missing_reason(components=pins.NODE)
+              or next((f"{tool} not on PATH" for tool in ("containerd", "runc", "ctr")
+                       if shutil.which(tool) is None), None))
+    if reason is not None or os.geteuid() != 0:
+        pytest.skip(f"kubelet node: {reason or 'runs containers as root only'}")
+    rid = uuid.uuid4().hex[:12]
+    env = {**os.environ, "LAGSCALE_RUN_ID": rid}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "kube"), SANDBOX_IMAGE],
+                             stdout=subprocess.PIPE, stderr=open(tmp_path / "child.log", "w"),
+                             text=True, env=env)
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("READY"), (tmp_path / "child.log").read_text()[-2000:]
+        state = Path(line.split()[1])
+        shims = shim_pids(state / "containerd.sock")
+        assert shims, "the pod's shim runs"
+        containers = [int(p) for pid in shims
+                      for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        time.sleep(2)  # the kubelet and containerd die of their parent-death signal
+        assert [p for p in containers if _alive(p)], \
+            "the container outlives the harness until cleanup"
+        lagscale = Path(sys.executable).with_name("lagscale")
+        out = subprocess.run([str(lagscale), "cleanup", rid], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        # the shim carries the run id and is reaped with the run's processes; the node's part
+        # kills the containers through their cgroups and unmounts their root filesystems
+        assert "kubepods cgroup(s)" in out.stdout and "unmounted" in out.stdout, out.stdout
+        assert leftovers(state) == [] and not state.exists()
+        wait_for(lambda: not [p for p in shims + containers if _alive(p)], 10,
+                 "the shims and containers of the killed harness's node gone")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
