@@ -173,3 +173,40 @@ def test_a_sigkilled_harness_leaves_containers_that_lagscale_cleanup_removes(tmp
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_the_replica_image_runs_the_replica_program_through_the_kubelet(node) -> None:
+    """The replica's OCI image (scripts/build-replica-image; its base is bootstrap --with-kube's:
+    skipped, naming it, when absent), imported into the node's containerd, runs the replica's
+    Python with pyspark, confluent-kafka and the CDS archive in a pod of its own."""
+    from kubernetes import client, config
+
+    from pytest_lagscale.kube import images, replica_image
+
+    try:
+        archive = replica_image.build(base=False)
+    except replica_image.BaseMissing as exc:
+        pytest.skip(str(exc))
+    plane, kubelet_node = node
+    started = time.monotonic()
+    images.import_archive(kubelet_node.layout.socket, archive, replica_image.IMAGE_NAME)
+    print(f"replica image imported in {time.monotonic() - started:.1f} s")
+    core = client.CoreV1Api(config.new_client_from_config(
+        config_file=plane.layout.kubeconfig("admin")))
+    check = ("import os, pyspark, confluent_kafka, spark_consumer; "
+             "assert pyspark.__version__ == '4.3.0'; "
+             "assert any(p.suffix == '.jsa' for p in __import__('pathlib').Path("
+             "'/root/.cache/pytest-lagscale').rglob('*.jsa')), 'no CDS archive'")
+    core.create_namespaced_pod(NAMESPACE, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "replica-image"},
+        "spec": {"hostNetwork": True, "automountServiceAccountToken": False,
+                 "restartPolicy": "Never",
+                 "containers": [{"name": "replica", "imagePullPolicy": "Never",
+                                 "image": replica_image.image_ref("0.1.0"),
+                                 "command": ["python", "-c", check]}]}})
+    pod = wait_for(lambda: (lambda p: p if p.status.phase in ("Succeeded", "Failed") else None)(
+        core.read_namespaced_pod("replica-image", NAMESPACE)), 120, "the replica pod ended")
+    status = pod.status.container_statuses[0]
+    assert (pod.status.phase, status.state.terminated.exit_code) == ("Succeeded", 0), status
+    assert status.container_id.startswith("containerd://")
+    assert status.image.endswith("lagscale-replica:0.1.0")
