@@ -68,6 +68,9 @@ LAG_READ_REQUEST_TIMEOUT_S = 10.0
 PRODUCER_STOP_S = 10.0
 #: Seconds between the group observer's looks (describe + committed offsets).
 GROUP_OBSERVER_INTERVAL_S = 0.5
+#: Seconds the run's end waits for the group observer's call in flight (and its admin's close):
+#: a broker that died holds such a call for the request timeout, which the run does not wait.
+GROUP_OBSERVER_STOP_S = 1.0
 #: Seconds the record phase waits for a restarted Prometheus before its second attempt.
 RECORD_RETRY_S = 30.0
 #: Lag reads are bounded by the policy's polling interval; a policy without one: this.
@@ -364,18 +367,19 @@ class Run:
         """Start the group observer (``group.events.jsonl``: members, rebalances, committed
         offsets every :data:`GROUP_OBSERVER_INTERVAL_S`) on an admin of its own whose requests
         are bounded by :data:`LAG_READ_REQUEST_TIMEOUT_S`, so a broker that stops answering
-        delays a look, never the run; stopped before its admin is closed."""
+        delays a look, never the run; stopped before its admin is closed, each waiting at most
+        :data:`GROUP_OBSERVER_STOP_S` for a call in flight."""
         from ..kafka.admin import KafkaAdmin
         from ..observe.group import GroupObserver
 
         cluster = self.parts.cluster
         admin = KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
                            timeout_s=LAG_READ_REQUEST_TIMEOUT_S)
-        stack.callback(admin.close)
+        stack.callback(admin.close, GROUP_OBSERVER_STOP_S)
         observer = GroupObserver(admin, self.group, self.topic,
                                  self.layout.source_events("group"),
                                  interval_s=GROUP_OBSERVER_INTERVAL_S, committed=True)
-        stack.callback(observer.stop)
+        stack.callback(observer.stop, GROUP_OBSERVER_STOP_S)
         self.parts.group_observer = observer.start()
         return observer
 

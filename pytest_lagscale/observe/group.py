@@ -80,14 +80,19 @@ class GroupObserver(StartStop):
         self._thread.start()
         return self
 
-    def stop(self) -> None:
-        """Stop looking (idempotent) once a describe in flight has returned (it is bounded by
-        the admin's ``timeout_s``), so the caller may close the admin afterwards; the event log
-        is closed."""
+    def stop(self, wait_s: float | None = None) -> None:
+        """Stop looking (idempotent); the event log is closed.
+
+        Args:
+            wait_s: seconds to wait for a describe in flight (default: the admin's
+                ``timeout_s`` plus two intervals, after which the caller may close the admin).
+                A run that ends because its broker died waits less and leaves a call still
+                in flight to the admin's own close (which then keeps its clients).
+        """
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=getattr(self.admin, "timeout_s", 10.0)
-                              + 2 * self.interval_s)
+            self._thread.join(timeout=wait_s if wait_s is not None else
+                              getattr(self.admin, "timeout_s", 10.0) + 2 * self.interval_s)
         self.events.close()
 
     def look(self) -> GroupSnapshot | None:
