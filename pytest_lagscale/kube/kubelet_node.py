@@ -32,9 +32,10 @@ from typing import Any, Callable
 import yaml
 
 from ..contract.clock import Clock, RealClock
-from ..contract.errors import LagscaleError, ReadinessTimeout
+from ..contract.errors import LagscaleError
 from ..contract.paths import cache_dir
 from ..lifecycle import StartStop
+from ..wait import wait_ready
 from . import build, images, node_commands as nc, pins
 from .commands import Command
 
@@ -127,17 +128,12 @@ class KubeletNode(StartStop):
 
     # -- start ----------------------------------------------------------------------------
     def _take_host(self) -> None:
-        STATE_ROOT.mkdir(parents=True, exist_ok=True)
-        lock = open(HOST_LOCK, "a+")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "unknown"
-            lock.close()
+        lock = _host_free()
+        if lock is None:
+            holder = HOST_LOCK.read_text().strip() or "unknown"
             raise LagscaleError(f"kubelet node: another run's kubelet node holds this host "
                                 f"({holder}); one kubelet per host at a time: wait for it, or "
-                                "run `lagscale cleanup` if its harness is gone") from None
+                                "run `lagscale cleanup` if its harness is gone")
         lock.seek(0)
         lock.truncate()
         lock.write(f"run {self.run_id}, pid {os.getpid()}\n")
@@ -145,6 +141,8 @@ class KubeletNode(StartStop):
         self._lock = lock
 
     def _start_parts(self) -> None:
+        from kubernetes import config
+
         from ..process import ManagedProcess
         from .readiness import probe
 
@@ -183,37 +181,33 @@ class KubeletNode(StartStop):
             if cmd.name == "containerd":
                 images.import_archive(layout.socket, images.pause_archive(),
                                       nc.SANDBOX_IMAGE.rsplit(":", 1)[0])
-        started = self.clock.now()
-        self._wait(Command("node", ()), self._processes[-1][1], self._node_ready)
-        self.node_ready_s = round(self.clock.now() - started, 3)
-
-    def _wait(self, cmd: Command, process: Any, check: Callable[[], bool]) -> float:
-        started = self.clock.now()
-        while not check():
-            code = process.poll()
-            if code is not None:
-                raise LagscaleError(f"kubelet node: {cmd.name} exited ({code}) before it was "
-                                    "ready:\n" + "\n".join(process.tail(20)))
-            if self.clock.now() - started > self.ready_timeout_s:
-                raise ReadinessTimeout(f"kubelet node: {cmd.name} not ready after "
-                                       f"{self.ready_timeout_s:.0f} s:\n"
-                                       + "\n".join(process.tail(20)))
-            self.clock.sleep(0.1)
-        return round(self.clock.now() - started, 3)
-
-    def _node_ready(self) -> bool:
-        from kubernetes import client, config
-
-        assert self.layout is not None
-        api = config.new_client_from_config(config_file=self.control_plane.layout.kubeconfig("admin"))
+        api = config.new_client_from_config(config_file=plane.kubeconfig("admin"))
         try:
-            node = client.CoreV1Api(api).read_node(self.layout.node_name)
-        except client.exceptions.ApiException:
-            return False
+            self.node_ready_s = self._wait(Command("node", ()), self._processes[-1][1],
+                                           lambda: _node_ready(api, layout.node_name))
         finally:
             api.close()
-        return any(c.type == "Ready" and c.status == "True"
-                   for c in (node.status.conditions or []))
+
+    def _wait(self, cmd: Command, process: Any, check: Callable[[], bool]) -> float:
+        """Seconds until ``check()`` holds (:func:`~pytest_lagscale.wait.wait_ready`)."""
+        started = self.clock.now()
+        wait_ready(check, process, timeout_s=self.ready_timeout_s, poll_interval_s=0.1,
+                   started=started, clock=self.clock,
+                   exited=lambda how: f"kubelet node: {cmd.name} {how} before it was ready",
+                   timed_out=lambda: (f"kubelet node: {cmd.name} not ready after "
+                                      f"{self.ready_timeout_s:.0f} s"))
+        return round(self.clock.now() - started, 3)
+
+
+def _node_ready(api: Any, name: str) -> bool:
+    """The Node ``name`` has condition Ready=True (False while it is not registered)."""
+    from kubernetes import client
+
+    try:
+        node = client.CoreV1Api(api).read_node(name)
+    except client.exceptions.ApiException:
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
 
 
 # --- cleanup (also what `lagscale cleanup` runs for a node whose harness is gone) ----------------
