@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 from .config.bundled import SCALES, resolve_manifest, resolve_profile
 from .contract.flags import BALANCERS, ENGINES, FLAG_BY_OPTION
 from .kafka import KINDS
-from .platform import PLATFORMS
+from .platform import NODES, PLATFORMS
 
 MAX_LAG_THRESHOLD = 10_000_000
 MAX_PARTITIONS = 1024
@@ -379,8 +379,13 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     _choices("platform", "platform", tuple(PLATFORMS), "Where replicas run: local processes, or "
              "kubernetes: the real KEDA operator and HPA on a local control plane (etcd, "
              "kube-apiserver, kube-controller-manager; built by scripts/bootstrap --with-kube) "
-             "scale the committed Deployment, whose pods a node agent runs as local processes. "
+             "scale the committed Deployment, whose pods run on a kubelet node (--node). "
              "Default: local.", default="local"),
+    _choices("node", "node", NODES, "With --platform kubernetes: what runs the pods. kubelet: a "
+             "real kubelet with containerd and runc runs them as containers of the replica "
+             "image (root; built by scripts/bootstrap --with-kube); process: a node agent in "
+             "the harness runs each pod as a local process (machines where containers cannot "
+             "run). Default: kubelet.", default="kubelet"),
     RunOption("kubeconfig", "kubeconfig", "With --platform kubernetes: run on the cluster of "
               "this kubeconfig's current context (e.g. one `lagscale kube up` keeps running; "
               "KEDA installed, its pods run by the node agent on this machine) instead of a "

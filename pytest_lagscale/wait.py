@@ -106,6 +106,19 @@ def wait_ready(probe: Callable[[], T], process: Watched, *, timeout_s: float,
         clock.sleep(poll_interval_s)
 
 
+def poll_until(check: Callable[[], bool], within_s: float, *, clock: Clock | None = None,
+               poll_interval_s: float = 0.25) -> bool:
+    """True as soon as ``check()`` holds, False once ``within_s`` seconds passed without it (no
+    process to watch: a condition in an API, such as pods gone)."""
+    clock = clock or RealClock()
+    deadline = clock.now() + within_s
+    while not check():
+        if clock.now() > deadline:
+            return False
+        clock.sleep(poll_interval_s)
+    return True
+
+
 def probe_ready(port: int, path: str, timeout_s: float = 0.5) -> bool:
     """A kubelet's HTTP readiness probe of a replica: ``GET http://127.0.0.1:<port><path>``
     answers 200 within ``timeout_s`` seconds (any error or other status: not ready)."""

@@ -34,6 +34,8 @@ class RunSettings:
         platform: where replicas run (``local``).
         kubeconfig: ``--platform kubernetes`` on the cluster this kubeconfig names (its
             current context) instead of a control plane the run starts; None = start one.
+        node: ``--platform kubernetes``'s pods run by a real kubelet as containers
+            (``kubelet``) or by the node agent as local processes (``process``).
         kafka: ``embedded``, ``testcontainers`` or ``external`` (``kafka_bootstrap`` required).
         kafka_bootstrap: ``host:port`` of an external broker.
         kafka_config: extra librdkafka client settings (``--kafka-config KEY=VALUE``).
@@ -70,6 +72,7 @@ class RunSettings:
     deployment: str | Path | None = None
     platform: str = "local"
     kubeconfig: str | Path | None = None
+    node: str = "kubelet"
     kafka: str = "embedded"
     kafka_bootstrap: str | None = None
     kafka_config: Mapping[str, str] = field(default_factory=dict)

@@ -86,3 +86,45 @@ def import_archive(socket: Path, archive: Path, base_name: str) -> str:
     """
     return _run(["ctr", "--address", str(socket), "--namespace", "k8s.io", "images", "import",
                  "--base-name", base_name, str(archive)], f"import {archive.name}")
+
+
+def archive_digests(archive: Path) -> dict[str, str]:
+    """``{tag: manifest digest}`` of an OCI archive's ``index.json`` (the ``ref.name``
+    annotations)."""
+    import json
+
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("index.json")
+        index = json.load(member) if member is not None else {}
+    return {m["annotations"]["org.opencontainers.image.ref.name"]: m["digest"]
+            for m in index.get("manifests", [])
+            if "org.opencontainers.image.ref.name" in (m.get("annotations") or {})}
+
+
+def image_digest(socket: Path, ref: str) -> str | None:
+    """The manifest digest containerd (``k8s.io`` namespace at ``socket``) has for ``ref``,
+    None when it has no such image."""
+    out = _run(["ctr", "--address", str(socket), "--namespace", "k8s.io", "images", "list",
+                f"name=={ref}"], f"list {ref}")
+    for line in out.splitlines()[1:]:
+        fields = line.split()
+        if fields and fields[0] == ref:
+            return next((f for f in fields if f.startswith("sha256:")), None)
+    return None
+
+
+def ensure_image(socket: Path, archive: Path, base_name: str, tag: str) -> bool:
+    """Import ``archive`` unless containerd already has ``<base_name>:<tag>`` at the archive's
+    digest (containerd's root, in the per-user cache, keeps images across runs); returns True
+    when it imported.
+
+    Raises:
+        LagscaleError: the archive has no ``tag``; ctr failed.
+    """
+    wanted = archive_digests(archive).get(tag)
+    if wanted is None:
+        raise LagscaleError(f"{archive}: no image tagged {tag!r} in its index.json")
+    if image_digest(socket, f"{base_name}:{tag}") == wanted:
+        return False
+    import_archive(socket, archive, base_name)
+    return True

@@ -77,6 +77,7 @@ class KubeletNode(StartStop):
         self.node_ready_s: float | None = None
         self._processes: list[tuple[str, Any]] = []
         self._lock: Any = None
+        self._guardian: Any = None
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> "KubeletNode":
@@ -91,6 +92,10 @@ class KubeletNode(StartStop):
                                     f"{build.BOOTSTRAP_COMMAND} (it installs containerd and runc "
                                     "from Debian)")
         self._take_host()
+        from . import node_guardian
+
+        self._guardian = node_guardian.start(
+            self.run_id, Path(self.control_plane.layout.run_dir) / "node" / "guardian.log")
         try:
             self._start_parts()
         except BaseException:
@@ -120,7 +125,39 @@ class KubeletNode(StartStop):
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+        if self._guardian is not None:
+            self._guardian.release()
+            self._guardian = None
         return outcomes
+
+    def import_image(self, archive: Path, base_name: str, tag: str) -> float | None:
+        """Load an OCI archive into the node's containerd unless it has it already
+        (:func:`~.images.ensure_image`); returns the import's seconds, None when skipped."""
+        assert self.layout is not None, "start() first"
+        started = self.clock.now()
+        if not images.ensure_image(self.layout.socket, archive, base_name, tag):
+            return None
+        return round(self.clock.now() - started, 3)
+
+    def metrics_text(self, timeout_s: float = 5.0) -> str:
+        """The kubelet's ``/metrics`` (its HTTPS port, the admin's client certificate; the
+        kubelet's self-signed serving certificate is the trust anchor).
+
+        Raises:
+            OSError: the kubelet does not answer.
+        """
+        import ssl
+        import urllib.request
+
+        assert self.layout is not None, "start() first"
+        pki = self.control_plane.layout.pki
+        ctx = ssl.create_default_context(
+            cafile=str(self.layout.kubelet_root / "pki" / "kubelet.crt"))
+        ctx.check_hostname = False
+        ctx.load_cert_chain(str(pki.crt("admin")), str(pki.key("admin")))
+        url = f"https://{nc.LOOPBACK_IP}:{self.layout.kubelet_port}/metrics"
+        with urllib.request.urlopen(url, timeout=timeout_s, context=ctx) as resp:
+            return resp.read().decode()
 
     def processes(self) -> list[tuple[str, Any]]:
         """``(name, process)`` of every process started and not stopped, oldest first."""
@@ -197,6 +234,33 @@ class KubeletNode(StartStop):
                    timed_out=lambda: (f"kubelet node: {cmd.name} not ready after "
                                       f"{self.ready_timeout_s:.0f} s"))
         return round(self.clock.now() - started, 3)
+
+
+def histogram(text: str, name: str) -> dict[str, Any] | None:
+    """``{"count", "sum", "mean", "buckets": {le: cumulative count}}`` of histogram ``name`` in
+    a Prometheus text exposition (series summed over labels), None when absent."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    count = total = 0.0
+    buckets: dict[str, float] = {}
+    found = False
+    for family in text_string_to_metric_families(text):
+        if family.name != name:
+            continue
+        for sample in family.samples:
+            found = True
+            if sample.name.endswith("_count"):
+                count += sample.value
+            elif sample.name.endswith("_sum"):
+                total += sample.value
+            elif sample.name.endswith("_bucket"):
+                le = sample.labels["le"]
+                buckets[le] = buckets.get(le, 0.0) + sample.value
+    if not found:
+        return None
+    return {"count": int(count), "sum": round(total, 6),
+            "mean": round(total / count, 6) if count else None,
+            "buckets": {le: int(n) for le, n in buckets.items()}}
 
 
 def _node_ready(api: Any, name: str) -> bool:

@@ -234,9 +234,12 @@ def build(mirror: str = DEFAULT_MIRROR, cache: Path | None = None, out=sys.stder
             print(f"build-replica-image: base {base_tag} built in "
                   f"{time.monotonic() - started:.0f} s", file=out)
         build_top(base_dir, base_tag, project, version("pytest-lagscale"), work, archive, log)
-    for stale in images.glob("replica-*.tar"):  # one archive per machine: the newest
+    for stale in images.glob("replica-*.tar"):  # one archive and one base per machine
         if stale != archive:
             stale.unlink()
+    for stale in images.glob("replica-base-*"):
+        if stale.is_dir() and stale != base_dir:
+            shutil.rmtree(stale, ignore_errors=True)
     print(f"build-replica-image: built {archive} ({archive.stat().st_size / 2**20:.0f} MiB) in "
           f"{time.monotonic() - started:.0f} s; log {log_path}", file=out)
     return archive
@@ -259,3 +262,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def missing_reason(cache: Path | None = None) -> str | None:
+    """Why a run cannot get the replica image without building its base (None: it can; the
+    top layer, the project's wheel, is built by the run in about 30 s when it changed)."""
+    for tool in ("debootstrap", "umoci", "chroot", "ctr"):
+        if shutil.which(tool) is None:
+            return f"{tool!r} not found on PATH; run scripts/bootstrap --with-kube"
+    if os.geteuid() != 0:
+        return "the replica image's build (chroot) and the kubelet node need root"
+    images = (cache or cache_dir()) / "images"
+    if not any(d.is_dir() for d in images.glob("replica-base-*")):
+        return (f"the replica image's base is not built in {images}; run "
+                "scripts/build-replica-image (or scripts/bootstrap --with-kube)")
+    return None

@@ -21,6 +21,8 @@ PLATFORMS: dict[str, str] = {
     "local": ".local:LocalDeployment",
     "kubernetes": ".kubernetes:KubernetesDeployment",
 }
+#: What runs ``--platform kubernetes``'s pods (``--node``): a real kubelet, or the node agent.
+NODES: tuple[str, ...] = ("kubelet", "process")
 
 
 def platform_class(kind: str) -> Any:

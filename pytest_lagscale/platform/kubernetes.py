@@ -45,6 +45,14 @@ from ..lifecycle import StartStop
 from ..kube.policy import NAMESPACE, check_policy, hpa_timing
 
 POLL_S = 0.2
+#: The kubelet's pod start histograms the run records (kubernetes v1.36.3
+#: pkg/kubelet/metrics/metrics.go). The SLI one skips pods with a hostPath volume ("stateful"
+#: in pkg/kubelet/util/pod_startup_latency_tracker.go), as the run's replicas have: it stays
+#: empty, and the total (creation -> running observed by watch, image pulls included: none
+#: here) is the one with samples.
+POD_START_METRICS = ("kubelet_pod_start_sli_duration_seconds",
+                     "kubelet_pod_start_total_duration_seconds",
+                     "kubelet_pod_start_duration_seconds")
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,10 @@ class KubernetesDeployment(StartStop):
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
         self._group_members: Any = None
+        self.node_kind = "process"
+        self.node: Any = None
+        self.observer: Any = None
+        self.node_info: dict[str, Any] = {}
 
     def use_group_membership(self, members: Any) -> None:
         """A command consumer without a readinessProbe: its pods are ready by group membership
@@ -172,6 +184,8 @@ class KubernetesDeployment(StartStop):
         reason = build.missing_reason()
         if reason is not None:
             raise ConfigError(f"--platform kubernetes: {reason}")
+        if node_kind(plan) == "kubelet":
+            _check_kubelet_node(plan)
 
     def configure(self, plan: Any) -> None:
         """Take the plan's policy (its HPA timing; refused if KEDA cannot run it) and its
@@ -183,6 +197,7 @@ class KubernetesDeployment(StartStop):
         self.timing = hpa_timing(plan.policy_config)
         kubeconfig = getattr(plan.settings, "kubeconfig", None)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
+        self.node_kind = node_kind(plan)
         if self.kubeconfig is not None:
             self.namespace = run_namespace(run_id())
 
@@ -225,26 +240,74 @@ class KubernetesDeployment(StartStop):
         body = deployment_object(self.template.manifest, self.template.argv,
                                  dict(self.template.env),
                                  kind=getattr(self.template, "kind", "replica"))
+        if self.node_kind == "kubelet":
+            body = self._start_kubelet_node(body)
         self.name = body["metadata"]["name"]
         selector = body["spec"]["selector"]["matchLabels"]
         from kubernetes import client
 
         client.AppsV1Api(self.api).create_namespaced_deployment(self.namespace, body)
-        self.agent = NodeAgent(self.api, self.namespace, selector, self.layout, self.events,
-                               clock=self.clock, graceful=self.graceful, image_env=image_env)
-        if self._group_members is not None:
-            self.agent.use_group_membership(self._group_members)
-        self.agent.start()
+        if self.node_kind == "kubelet":
+            from ..kube.pod_observer import PodObserver
+
+            self.observer = PodObserver(self.api, self.namespace, selector,
+                                        self.layout.replicas_dir, self.events,
+                                        self.node.layout.socket, clock=self.clock).start()
+        else:
+            self.agent = NodeAgent(self.api, self.namespace, selector, self.layout, self.events,
+                                   clock=self.clock, graceful=self.graceful, image_env=image_env)
+            if self._group_members is not None:
+                self.agent.use_group_membership(self._group_members)
+            self.agent.start()
         self._poller = threading.Thread(target=self._poll_loop, name="lagscale-deployment-poll",
                                         daemon=True)
         self._poller.start()
         return self
 
+    def _start_kubelet_node(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Start the kubelet node (containerd, kube-scheduler, the kubelet), give its
+        containerd the replica image, and return ``body`` as the node runs it
+        (:func:`~pytest_lagscale.kube.pod_template.kubelet_deployment`)."""
+        from ..kafka.embedded import free_port
+        from ..kube import replica_image
+        from ..kube.kubelet_node import KubeletNode
+        from ..kube.pod_template import kubelet_deployment
+        from ..process import run_id
+        from importlib.metadata import version
+
+        started = self.clock.now()
+        self.layout.image_build_log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.layout.image_build_log, "a") as log:
+            archive = replica_image.build(base=False, out=log)
+        build_s = round(self.clock.now() - started, 3)
+        self.node = KubeletNode(self.control_plane, run_id(), free_port=free_port,
+                                clock=self.clock).start()
+        tag = version("pytest-lagscale")
+        import_s = self.node.import_image(archive, replica_image.IMAGE_NAME, tag)
+        ref = replica_image.image_ref(tag)
+        body, notes = kubelet_deployment(body, image=ref, run_root=self.layout.root,
+                                         replicas_dir=self.layout.replicas_dir,
+                                         store=self.layout.store,
+                                         event_log_name=self.layout.replica_events("x").name)
+        if not self.graceful:
+            body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+            notes.append("terminationGracePeriodSeconds 0 (--no-graceful; the kubelet still "
+                         "sends SIGTERM and waits its minimum of 2 s before SIGKILL)")
+        self.layout.replicas_dir.mkdir(parents=True, exist_ok=True)
+        self.layout.store.mkdir(parents=True, exist_ok=True)
+        self.node_info = {"image": ref, "archive": archive.name, "image_build_s": build_s,
+                          "image_import_s": import_s, "ready_s": dict(self.node.ready_s),
+                          "node_ready_s": self.node.node_ready_s, "rewrites": notes}
+        self.events.emit("kubelet_node_ready", **self.node_info)
+        return body
+
     def watched_processes(self) -> list[tuple[str, Any]]:
         """``(name, process)`` of the control plane's processes (etcd, kube-apiserver,
-        kube-controller-manager, the KEDA operator and adapter) for the run's part watch; none
-        on a ``--kubeconfig`` cluster."""
-        return self.control_plane.processes() if self.control_plane is not None else []
+        kube-controller-manager, the KEDA operator and adapter) and, with ``--node kubelet``,
+        the node's (containerd, kube-scheduler, the kubelet), for the run's part watch; none on
+        a ``--kubeconfig`` cluster."""
+        parts = self.control_plane.processes() if self.control_plane is not None else []
+        return parts + (self.node.processes() if self.node is not None else [])
 
     def stop(self, timeout_s: float | None = None) -> None:
         """Stop the node agent (every replica within its grace period), then the control
@@ -257,6 +320,8 @@ class KubernetesDeployment(StartStop):
             self._poller.join(timeout=5)
         if self.agent is not None:
             self.agent.stop(timeout_s)
+        if self.node is not None:
+            self._stop_kubelet_node(timeout_s)
         if self.control_plane is not None:
             self.control_plane.stop()
         elif self.cluster is not None and not self._cleaned:
@@ -265,6 +330,40 @@ class KubernetesDeployment(StartStop):
             self.events.emit("cluster_cleanup", namespace=self.namespace,
                              server=self.cluster.server, errors=self.cleanup_errors)
         self.events.close()
+
+    def _stop_kubelet_node(self, timeout_s: float | None) -> None:
+        """Delete the Deployment (its pods get the kubelet's SIGTERM and grace period), wait
+        for the pods to go, read the kubelet's pod start SLI, stop the node."""
+        from kubernetes import client
+
+        from ..kube.kubelet_node import histogram
+        from ..wait import poll_until
+
+        node, self.node = self.node, None
+        try:
+            self.node_info["metrics"] = {
+                name: histogram(node.metrics_text(), name)
+                for name in POD_START_METRICS}
+        except Exception as exc:  # recorded: the run's JSON says it is missing
+            self.node_info["metrics"] = {"error": f"{type(exc).__name__}: {exc}"}
+        if self.observer is not None and self.name:
+            grace = float(getattr(self.template, "termination_grace_period_s", 30.0))
+            try:
+                client.AppsV1Api(self.api).delete_namespaced_deployment(
+                    self.name, self.namespace, propagation_policy="Foreground")
+                gone = poll_until(lambda: self.observer.live_pod_count() == 0,
+                                  grace + 10.0 if timeout_s is None else timeout_s,
+                                  clock=self.clock)
+                if not gone:
+                    self.cleanup_errors.append(f"pods still running {grace + 10:.0f} s after "
+                                               "the Deployment's deletion; the node removes them")
+            except Exception as exc:  # the node's stop removes every container regardless
+                self.cleanup_errors.append(f"{type(exc).__name__}: {exc}")
+            self.observer.stop()
+        self.node_info["pods"] = [] if self.observer is None else self.observer.pods()
+        self.node_info["stop"] = node.stop()
+        self.events.emit("kubelet_node_stopped", outcomes=self.node_info["stop"],
+                         errors=self.cleanup_errors)
 
     # -- the Platform members ----------------------------------------------------------------
     @property
@@ -293,6 +392,8 @@ class KubernetesDeployment(StartStop):
             self.events.emit("scaled", replicas_before=before, replicas_after=replicas)
 
     def replicas(self) -> list[Any]:
+        if self.observer is not None:
+            return self.observer.replicas()
         return [] if self.agent is None else self.agent.replicas()
 
     def metrics_targets(self) -> list[str]:
@@ -301,7 +402,8 @@ class KubernetesDeployment(StartStop):
         if (getattr(self.template, "kind", "replica") == "command"
                 and getattr(self.template, "port_env", None) is None):
             return []
-        return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()]
+        return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()
+                if r.metrics_port is not None]
 
     def wait_ready(self, n: int, within_s: float) -> float:
         started = self.clock.now()
@@ -318,13 +420,23 @@ class KubernetesDeployment(StartStop):
             self.agent.wait_terminated(within_s)
 
     def kill_replica(self, replica_id: str, signum: int) -> None:
-        pod = None if self.agent is None else self.agent.by_replica_id(replica_id)
-        if pod is None or pod.terminating:
+        """Signal a live replica: its process (``--node process``) or its container through
+        containerd (``--node kubelet``).
+
+        Raises:
+            ConfigError: ``replica_id`` is not a live replica (the live ones named).
+        """
+        source = self.observer if self.observer is not None else self.agent
+        pod = None if source is None else source.by_replica_id(replica_id)
+        if pod is None or pod.terminating or pod not in self.replicas():
             live = ", ".join(r.replica_id for r in self.replicas()) or "none"
             raise ConfigError(f"kill_replica: replica_id {replica_id!r} is not a live replica; "
                               f"live: {live}")
         self.events.emit("replica_signalled", replica_id=replica_id, signal=int(signum))
-        pod.process.signal(signum)
+        if self.observer is not None:
+            self.observer.signal(replica_id, signum)
+        else:
+            pod.process.signal(signum)
 
     def make_autoscaler(self, plan: Any, events_path: Path, *, bootstrap: str, group: str,
                         topic: str) -> Any:
@@ -354,6 +466,8 @@ class KubernetesDeployment(StartStop):
             "hpa_timing": None if timing is None else {
                 "sync_period_s": timing.sync_period_s, "tolerance": timing.tolerance,
                 "downscale_stabilization_s": timing.downscale_stabilization_s},
+            "node": self.node_kind,
+            "kubelet_node": self.node_info or None,
             "node_agent_errors": getattr(self.agent, "errors", None)}
         if self.control_plane is None:
             info["conformance"] = {"error": "not computed: the shadow needs the metrics tap, "
@@ -403,3 +517,40 @@ class KubernetesDeployment(StartStop):
                 self._read_status()
             except Exception as exc:  # the next poll retries
                 self.events.emit("platform_error", error=f"{type(exc).__name__}: {exc}")
+
+
+def node_kind(plan: Any) -> str:
+    """``kubelet`` or ``process``: the plan's ``--node``; always ``process`` with
+    ``--kubeconfig`` (that cluster's pods are run by the node agent here)."""
+    if getattr(plan.settings, "kubeconfig", None):
+        return "process"
+    return getattr(plan.settings, "node", "kubelet") or "kubelet"
+
+
+def _check_kubelet_node(plan: Any) -> None:
+    """Refuse ``--node kubelet`` when the node cannot run here.
+
+    Raises:
+        ConfigError: the node's binaries, containerd, runc or the replica image's base are
+            missing (each names ``scripts/bootstrap --with-kube``), or the Deployment is a
+            command consumer (its program is not in the replica image: ``--node process``).
+    """
+    import shutil
+
+    from ..kube import build, pins, replica_image
+
+    problems = []
+    reason = build.missing_reason(components=pins.NODE)
+    if reason is not None:
+        problems.append(reason)
+    for tool in ("containerd", "runc"):
+        if shutil.which(tool) is None:
+            problems.append(f"{tool!r} not found on PATH; run {build.BOOTSTRAP_COMMAND}")
+    reason = replica_image.missing_reason()
+    if reason is not None:
+        problems.append(reason)
+    if getattr(plan.deployment, "command", None) is not None:
+        problems.append("the Deployment runs its own consumer command, which the replica image "
+                        "does not hold; run it with --node process")
+    if problems:
+        raise ConfigError("\n".join(f"--node kubelet: {p}" for p in problems))

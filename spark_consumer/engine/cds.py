@@ -46,13 +46,16 @@ def archive_path(java_options: Sequence[str], class_path: str) -> Path:
 
 
 def _jar_stamps() -> list[str]:
-    """``name:size:mtime_ns`` of every Spark jar. The JVM validates the archived class path by
-    size and modification time and silently ignores a mismatched archive, so a reinstalled
-    pyspark at the same path (a new virtualenv) must get an archive of its own."""
+    """``name:size:mtime`` of every Spark jar, mtime in whole seconds. The JVM validates the
+    archived class path by size and modification time in seconds (``st_mtime``: JDK 17
+    src/hotspot/share/cds/filemap.cpp ``SharedClassPathEntry::validate``) and silently ignores a
+    mismatched archive, so a reinstalled pyspark at the same path (a new virtualenv) must get
+    an archive of its own; whole seconds, because an image layer keeps no more (the archive
+    trained into the replica image must match its unpacked jars)."""
     from pyspark.find_spark_home import _find_spark_home
 
     jars = sorted((Path(_find_spark_home()) / "jars").glob("*.jar"))
-    return [f"{jar.name}:{st.st_size}:{st.st_mtime_ns}" for jar in jars for st in [jar.stat()]]
+    return [f"{jar.name}:{st.st_size}:{int(st.st_mtime)}" for jar in jars for st in [jar.stat()]]
 
 
 def use_options(path: Path) -> tuple[str, ...]:

@@ -1,0 +1,110 @@
+"""The consumer Deployment as the kubelet node runs it (``--node kubelet``).
+
+:func:`kubelet_deployment` takes the run's Deployment (:func:`~pytest_lagscale.platform.
+kubernetes.deployment_object`: the committed manifest with the run's command line) and
+returns what is applied to the run's control plane, whose one node is this host:
+
+* the consumer container runs the replica image (``imagePullPolicy: Never``: it is imported
+  into the node's containerd, there is no registry);
+* ``hostNetwork: true`` (``dnsPolicy: Default``), so the broker, Prometheus and the store stay
+  on this host's loopback; the container's ``ports`` are dropped, since on one node hostNetwork
+  pods declaring the same port exclude each other (the scheduler's NodePorts filter);
+* the per-replica flags come from the pod itself: ``POD_NAME`` from the downward API, and
+  ``--replica-id=$(POD_NAME)``, ``--metrics-port=0`` (each replica binds a free port and
+  writes it to ``--port-file``), ``--event-log`` and ``--store`` under the run directory, which
+  is mounted at the same path (hostPath);
+* ``httpGet`` probes become ``exec`` probes doing the same GET with bash's ``/dev/tcp`` on the
+  port the replica wrote (same path, period, thresholds and timeout);
+* no service account token is mounted (the replica never calls the API);
+* CPU requests are dropped: the node has this machine's 2 cores, the ci Deployment's 500m
+  requests would admit four pods of the eight the spike needs (memory requests are kept).
+
+Every rewrite is listed in the returned notes, which the run records.
+
+Source: kubernetes.io/docs/concepts/workloads/pods/downward-api; kubernetes
+pkg/scheduler/framework/plugins/nodeports (host ports of hostNetwork pods).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from ..contract.flags import PLATFORM_FLAGS
+
+PORT_FILE = "metrics.port"
+PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
+#: An HTTP GET in bash alone (the image has no curl): ``$0`` the replicas directory, ``$1`` the
+#: path; passes on a status 200-399, as the kubelet's httpGet probe.
+HTTP_GET_SCRIPT = ('read -r port < "$0/$POD_NAME/' + PORT_FILE + '" && '
+                   'exec 3<>"/dev/tcp/127.0.0.1/$port" && '
+                   'printf "GET %s HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n" "$1" >&3 && '
+                   'read -r _ code _ <&3 && [ "$code" -ge 200 ] && [ "$code" -lt 400 ]')
+POD_FLAGS = ("--port-file",)
+
+
+def exec_probe(probe: dict[str, Any], replicas_dir: Path) -> dict[str, Any]:
+    """``probe`` with its ``httpGet`` replaced by the equivalent ``exec`` (other kinds kept)."""
+    if "httpGet" not in probe:
+        return probe
+    out = {k: v for k, v in probe.items() if k != "httpGet"}
+    out["exec"] = {"command": ["bash", "-c", HTTP_GET_SCRIPT, str(replicas_dir),
+                               str(probe["httpGet"].get("path") or "/")]}
+    return out
+
+
+def pod_flags(replicas_dir: Path, store: Path, event_log_name: str) -> dict[str, str]:
+    """The per-replica flags, each pod's own through ``$(POD_NAME)``."""
+    pod_dir = f"{replicas_dir}/$(POD_NAME)"
+    return {"--replica-id": "$(POD_NAME)", "--metrics-port": "0",
+            "--port-file": f"{pod_dir}/{PORT_FILE}", "--event-log": f"{pod_dir}/{event_log_name}",
+            "--store": str(store)}
+
+
+def kubelet_deployment(body: dict[str, Any], *, image: str, run_root: Path, replicas_dir: Path,
+                       store: Path, event_log_name: str) -> tuple[dict[str, Any], list[str]]:
+    """``body`` (a Deployment of the replica program) rewritten for the kubelet node.
+
+    Args:
+        body: the run's Deployment (not modified).
+        image: the replica image reference (``lagscale.local/lagscale-replica:<version>``).
+        run_root: the run directory, mounted at the same path in every pod.
+        replicas_dir, store: the run's replica and store directories (under ``run_root``).
+        event_log_name: the replica event log's file name.
+
+    Returns:
+        ``(deployment, notes)``: notes name each rewrite, one sentence each.
+    """
+    doc = copy.deepcopy(body)
+    spec = doc["spec"]["template"]["spec"]
+    notes = [f"image {image} (imported into the node's containerd, imagePullPolicy Never)",
+             "hostNetwork: every address on this host's loopback"]
+    spec["hostNetwork"] = True
+    spec["automountServiceAccountToken"] = False
+    spec["dnsPolicy"] = "Default"
+    spec["volumes"] = [{"name": "run", "hostPath": {"path": str(run_root), "type": "Directory"}}]
+    for container in spec["containers"]:
+        container["image"] = image
+        container["imagePullPolicy"] = "Never"
+        if container.pop("ports", None):
+            notes.append(f"{container['name']}: ports dropped (hostNetwork pods with one port "
+                         "exclude each other on one node); each replica binds a free port")
+        drop = set(PLATFORM_FLAGS) | set(POD_FLAGS)
+        kept = [a for a in container.get("command", []) if a.split("=", 1)[0] not in drop]
+        container["command"] = kept + [f"{k}={v}" for k, v in
+                                       pod_flags(replicas_dir, store, event_log_name).items()]
+        env = [e for e in container.get("env", []) if e.get("name") != "POD_NAME"]
+        container["env"] = [{"name": "POD_NAME",
+                             "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}] + env
+        for name in PROBES:
+            if name in container and "httpGet" in container[name]:
+                container[name] = exec_probe(container[name], replicas_dir)
+                notes.append(f"{container['name']}: {name} httpGet -> exec (the same GET on the "
+                             "port the replica wrote)")
+        requests = (container.get("resources") or {}).get("requests") or {}
+        if requests.pop("cpu", None) is not None:
+            notes.append(f"{container['name']}: cpu request dropped (one node of this machine's "
+                         "cores holds the spike's replicas only without it)")
+        container["volumeMounts"] = [{"name": "run", "mountPath": str(run_root)}]
+    return doc, notes
