@@ -117,6 +117,7 @@ def build_base_rootfs(rootfs: Path, wheels: Path, project: Path, mirror: str, lo
         _chroot(rootfs, ["python3", "-m", "venv", VENV], log, "venv")
         _chroot(rootfs, [f"{VENV}/bin/pip", "install", "--quiet", "--no-index", "--find-links",
                          "/wheels", f"/wheels/{project.name}[spark]"], log, "pip install")
+        whole_second_mtimes(rootfs)
         _chroot(rootfs, [f"{VENV}/bin/python", "-m", "spark_consumer.engine.cds"], log,
                 "CDS archive")
         _chroot(rootfs, [f"{VENV}/bin/pip", "uninstall", "--quiet", "-y", "pytest-lagscale"],
@@ -126,6 +127,45 @@ def build_base_rootfs(rootfs: Path, wheels: Path, project: Path, mirror: str, lo
         subprocess.run(["umount", "--lazy", str(proc)], capture_output=True)
     for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "root/.cache/pip"):
         shutil.rmtree(rootfs / junk, ignore_errors=True)
+
+
+def whole_second_mtimes(rootfs: Path) -> None:
+    """Truncate every file's modification time under ``rootfs`` to whole seconds.
+
+    An image layer keeps whole seconds (umoci writes its tar layers with Go's archive/tar,
+    which rounds ``ModTime`` to the nearest second), and the JVM maps a CDS archive only if
+    each archived jar's size and ``st_mtime`` are unchanged, so an archive trained on
+    fractional times would be refused in about half the containers' jars."""
+    for directory, _, files in os.walk(rootfs):
+        for name in files:
+            path = os.path.join(directory, name)
+            try:
+                st = os.lstat(path)
+                os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns // 10**9 * 10**9),
+                         follow_symlinks=False)
+            except OSError:
+                continue
+
+
+def ensure_cds(rootfs: Path, log) -> None:
+    """Train the Spark replica's CDS archive in ``rootfs`` (an unpacked image, whose jar times
+    are what containers see) unless the archive for its settings is there already."""
+    check = ("import sys; from spark_consumer.engine.spark import cds_archive; "
+             "sys.exit(0 if cds_archive().is_file() else 3)")
+    done = subprocess.run(["chroot", rootfs, f"{VENV}/bin/python", "-c", check],
+                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root"},
+                          capture_output=True)
+    if done.returncode == 0:
+        return
+    print("replica image: the base's CDS archive does not match; training it in the top layer",
+          file=log, flush=True)
+    proc = rootfs / "proc"
+    subprocess.run(["mount", "-t", "proc", "proc", str(proc)], check=True)
+    try:
+        _chroot(rootfs, [f"{VENV}/bin/python", "-m", "spark_consumer.engine.cds"], log,
+                "CDS archive (top)")
+    finally:
+        subprocess.run(["umount", "--lazy", str(proc)], capture_output=True)
 
 
 def _config(layout: Path, tag: str, log) -> None:
@@ -168,6 +208,7 @@ def build_top(base: Path, base_tag: str, project: Path, tag: str, work: Path, ar
     _chroot(bundle / "rootfs", [f"{VENV}/bin/pip", "install", "--quiet", "--no-deps",
                                 "--no-index", f"/tmp/{project.name}"], log, "pip install (top)")
     (bundle / "rootfs" / "tmp" / project.name).unlink()
+    ensure_cds(bundle / "rootfs", log)
     shutil.rmtree(bundle / "rootfs" / "root" / ".cache" / "pip", ignore_errors=True)
     _run(["umoci", "repack", "--image", f"{layout}:{tag}", bundle], log, "umoci repack (top)")
     _config(layout, tag, log)

@@ -233,10 +233,13 @@ class KubernetesDeployment(StartStop):
                              versions=self.control_plane.versions)
             self.api = config.new_client_from_config(
                 config_file=self.control_plane.layout.kubeconfig("admin"))
-        self.image, image_env = prepare_template_image(self.template, self.layout.image_build_log)
-        self.events.emit("image_prepared", engine=self.image.engine,
-                         image=getattr(self.template, "image", None),
-                         cds_archive=self.image.cds_archive, duration_s=self.image.duration_s)
+        image_env: dict[str, str] = {}
+        if self.node_kind == "process":  # the kubelet node's replicas run the replica image
+            self.image, image_env = prepare_template_image(self.template,
+                                                           self.layout.image_build_log)
+            self.events.emit("image_prepared", engine=self.image.engine,
+                             image=getattr(self.template, "image", None),
+                             cds_archive=self.image.cds_archive, duration_s=self.image.duration_s)
         body = deployment_object(self.template.manifest, self.template.argv,
                                  dict(self.template.env),
                                  kind=getattr(self.template, "kind", "replica"))
