@@ -7,8 +7,9 @@ HPA (``pytest_lagscale/control``). Here the real ones decide: ``--platform kuber
 ci spike (``spike-ci`` at ``--lagscale-scale ci``, ``spike`` at ``full``) with the committed
 ScaledObject applied to a local control plane (etcd, kube-apiserver and kube-controller-manager
 v1.36.3, KEDA v2.21.0 operator and metrics adapter, built from their Go modules by
-``scripts/bootstrap --with-kube``), whose HPA scales the committed Deployment; a node agent runs
-the pods as the same Spark replicas the local platform runs.
+``scripts/bootstrap --with-kube``), whose HPA scales the committed Deployment; a real kubelet
+(``--node kubelet``: containerd and runc) runs the pods as containers of the replica image, the
+same Spark replicas the local platform runs.
 
 Shadow: every external-metrics read the real HPA makes passes the metrics tap, so each sync's
 input (the lag KEDA's adapter answered), the Deployment's replicas at that instant and the HPA's
@@ -24,8 +25,10 @@ shared in the session): reaction time, peak lag, drain time and replica-seconds
 controllers' timing (the HPA's sync phase, KEDA's reconcile of the ScaledObject) and by the
 machine's load.
 
-Also asserted: the kubernetes run loses and duplicates nothing, and its replicas were decided by
-the real HPA (a scale-out above minReplicaCount, from ``hpa_status`` events).
+Also asserted: the kubernetes run loses and duplicates nothing, its replicas were decided by
+the real HPA (a scale-out above minReplicaCount, from ``hpa_status`` events), every pod ran as a
+container (a ``containerd://`` id in ``run.kubernetes.kubelet_node.pods``), and the node left no
+mount, shim or ``kubepods`` cgroup.
 
 Skipped, with the reason naming ``scripts/bootstrap --with-kube``, where the control plane's
 binaries are not built (a cold build takes ~17 min on 2 cores; CI's clean clone does not build
@@ -59,10 +62,16 @@ def side_by_side(local: Any, kube: Any) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.gate
 def test_real_keda_and_hpa_scale_the_spike_and_the_embedded_hpa_agrees(lagscale_run) -> None:
+    from pytest_lagscale.kube.kubelet_node import STATE_ROOT, leftovers
+    from pytest_lagscale.platform.kubernetes import kubelet_node_problems
+
     reason = build.missing_reason()
     if reason is not None:
         pytest.skip(f"--platform kubernetes: {reason}")
-    kube = lagscale_run(platform="kubernetes")
+    problems = kubelet_node_problems()
+    if problems:
+        pytest.skip(f"--node kubelet: {'; '.join(problems)}")
+    kube = lagscale_run(platform="kubernetes", node="kubelet")
     local = lagscale_run()
     info = kube.run_info["kubernetes"]
     report = kube.record("conformance", info["conformance"])
@@ -91,6 +100,15 @@ def test_real_keda_and_hpa_scale_the_spike_and_the_embedded_hpa_agrees(lagscale_
             f"shadow desired == real desired at >= {AGREEMENT:.0%} of syncs", agreement,
             AGREEMENT, agreement is not None and agreement >= AGREEMENT),
     }
+    pods = (info.get("kubelet_node") or {}).get("pods") or []
+    containers = [p for p in pods if any(c.startswith("containerd://")
+                                         for c in p.get("container_ids", []))]
+    verdicts["pods ran as containers"] = kube.check(
+        "pods with a containerd:// container id == pods seen (the kubelet ran them)",
+        len(containers), len(pods), bool(pods) and len(containers) == len(pods))
+    left = leftovers(STATE_ROOT / kube.run_id)
+    verdicts["the node left nothing"] = kube.check(
+        "mounts, shims and kubepods cgroups left by the node == 0", len(left), 0, not left)
     failed = [name for name, ok in verdicts.items() if not ok]
     assert not failed, (f"{failed} failed; differences {report.get('differences')}; see "
                         f"{kube.benchmark_path}")

@@ -11,7 +11,8 @@ each with the pod's name as the replica id and the kubelet's own facts:
   ``cold_start_s`` from ``replica_started`` on the run's clock;
 * ``replica_terminating``: the pod has a ``deletionTimestamp`` (its grace period);
 * ``replica_stopped``: the container terminated or the pod is gone, with the kubelet's exit
-  code and reason (``outcome`` ``exited`` on 0 or 143 after SIGTERM, ``killed`` on 137);
+  code and reason (``outcome`` ``terminated`` after the SIGTERM, ``killed`` on 137, ``gone``
+  when the pod went before its container's end was seen);
 * ``replica_exited`` and ``replica_restarted``: the container ended while its pod stayed, and
   the kubelet started a new one (``restartCount``, the new container id).
 
@@ -91,8 +92,10 @@ def _condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 
 def stop_outcome(exit_code: int | None) -> str:
-    """``killed`` for 137 (SIGKILL), ``exited`` otherwise (0, or 143 after SIGTERM)."""
-    return "killed" if exit_code == 128 + signals.SIGKILL else "exited"
+    """How a terminating pod's container ended, in the node agent's words: ``killed`` for 137
+    (the kubelet's SIGKILL at the grace period's end), ``terminated`` otherwise (it exited after
+    the SIGTERM: 0, or 143)."""
+    return "killed" if exit_code == 128 + signals.SIGKILL else "terminated"
 
 
 class PodObserver(StartStop):

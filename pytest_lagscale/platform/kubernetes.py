@@ -31,6 +31,7 @@ policies (lag-per-slot, persistent-lag) have no KEDA counterpart: the plan refus
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -151,6 +152,7 @@ class KubernetesDeployment(StartStop):
         self.node: Any = None
         self.observer: Any = None
         self.node_info: dict[str, Any] = {}
+        self.max_replicas = 1
 
     def use_group_membership(self, members: Any) -> None:
         """A command consumer without a readinessProbe: its pods are ready by group membership
@@ -198,6 +200,7 @@ class KubernetesDeployment(StartStop):
         kubeconfig = getattr(plan.settings, "kubeconfig", None)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.node_kind = node_kind(plan)
+        self.max_replicas = int(plan.replica_range[1])
         if self.kubeconfig is not None:
             self.namespace = run_namespace(run_id())
 
@@ -291,7 +294,9 @@ class KubernetesDeployment(StartStop):
         body, notes = kubelet_deployment(body, image=ref, run_root=self.layout.root,
                                          replicas_dir=self.layout.replicas_dir,
                                          store=self.layout.store,
-                                         event_log_name=self.layout.replica_events("x").name)
+                                         event_log_name=self.layout.replica_events("x").name,
+                                         node_cpu_millicores=(os.cpu_count() or 1) * 1000,
+                                         max_replicas=self.max_replicas)
         if not self.graceful:
             body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
             notes.append("terminationGracePeriodSeconds 0 (--no-graceful; the kubelet still "
@@ -530,14 +535,10 @@ def node_kind(plan: Any) -> str:
     return getattr(plan.settings, "node", "kubelet") or "kubelet"
 
 
-def _check_kubelet_node(plan: Any) -> None:
-    """Refuse ``--node kubelet`` when the node cannot run here.
-
-    Raises:
-        ConfigError: the node's binaries, containerd, runc or the replica image's base are
-            missing (each names ``scripts/bootstrap --with-kube``), or the Deployment is a
-            command consumer (its program is not in the replica image: ``--node process``).
-    """
+def kubelet_node_problems() -> list[str]:
+    """Why ``--node kubelet`` cannot run on this machine, one line each ([] when it can): the
+    node's binaries, containerd, runc, root, the replica image's base (each names
+    ``scripts/bootstrap --with-kube``)."""
     import shutil
 
     from ..kube import build, pins, replica_image
@@ -552,6 +553,17 @@ def _check_kubelet_node(plan: Any) -> None:
     reason = replica_image.missing_reason()
     if reason is not None:
         problems.append(reason)
+    return problems
+
+
+def _check_kubelet_node(plan: Any) -> None:
+    """Refuse ``--node kubelet`` when the node cannot run here.
+
+    Raises:
+        ConfigError: :func:`kubelet_node_problems`, or the Deployment is a command consumer
+            (its program is not in the replica image: ``--node process``).
+    """
+    problems = kubelet_node_problems()
     if getattr(plan.deployment, "command", None) is not None:
         problems.append("the Deployment runs its own consumer command, which the replica image "
                         "does not hold; run it with --node process")

@@ -27,6 +27,8 @@ import pytest
 from pytest_lagscale import pidfiles
 from pytest_lagscale.process import RUN_ID_ENV, ManagedProcess, group_members, pid_dir, reap_run
 
+from ._kube import wait_for
+
 pytestmark = pytest.mark.integration
 PROFILE = Path(__file__).parents[1] / "data" / "spike-exit.yaml"
 LAGSCALE = str(Path(sys.executable).parent / "lagscale")
@@ -130,29 +132,89 @@ def test_harness_stopped_mid_spike_leaves_no_process_of_its_run(tmp_path, rid, s
             harness.wait()
 
 
-def test_harness_killed_on_kubernetes_leaves_no_control_plane_or_pod_process(tmp_path, rid) -> None:
-    """``--platform kubernetes``: etcd, kube-apiserver, kube-controller-manager, KEDA and the node
-    agent's replica processes all die with a SIGKILLed harness (parent-death signal, process
-    groups). Skipped where the control plane is not built."""
+def container_replicas() -> dict[int, str]:
+    """Replica processes running in a container of a kubelet node (a ``kubepods`` cgroup)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if "/kubepods" not in (entry / "cgroup").read_text():
+                continue
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "spark_consumer" in cmd:
+            found[int(entry.name)] = cmd.strip()[:200]
+    return found
+
+
+def node_leftovers(rid: str) -> list[str]:
+    """What a kubelet node of run ``rid`` left: its state directory, mounts, shims, containers
+    (``kubepods`` cgroups), kubelet or containerd processes."""
+    from pytest_lagscale.kube.kubelet_node import STATE_ROOT, leftovers
+
+    state = STATE_ROOT / rid
+    left = leftovers(state) + ([f"state directory {state}"] if state.exists() else [])
+    left += [f"container replica pid {p}" for p in container_replicas()]
+    left += [f"{name} pid {pid}" for pid, cmd in run_processes(rid).items()
+             for name in ("kubelet", "containerd") if f"/{name} " in f"/{cmd} "]
+    return left
+
+
+@pytest.mark.parametrize("node", ["process", pytest.param(
+    "kubelet", marks=pytest.mark.xdist_group("kube-platform"))])
+def test_harness_killed_on_kubernetes_leaves_no_control_plane_or_pod_process(tmp_path, rid,
+                                                                             node) -> None:
+    """``--platform kubernetes``: etcd, kube-apiserver, kube-controller-manager, KEDA and the
+    pods die with a SIGKILLed harness. ``--node process``: the node agent's replica processes
+    (parent-death signal, process groups). ``--node kubelet``: the kubelet and containerd die
+    with it, the containers (owned by shims that outlive containerd) are removed by the node's
+    guardian; no mount, shim, container or cgroup of the run is left. Skipped where the control
+    plane or the kubelet node is not built."""
     from pytest_lagscale.kube import build
+    from pytest_lagscale.platform.kubernetes import kubelet_node_problems
 
     reason = build.missing_reason()
     if reason is not None:
         pytest.skip(f"--platform kubernetes: {reason}")
-    harness = start_harness(tmp_path, rid, "--platform", "kubernetes")
+    if node == "kubelet" and kubelet_node_problems():
+        pytest.skip(f"--node kubelet: {'; '.join(kubelet_node_problems())}")
+    harness = start_harness(tmp_path, rid, "--platform", "kubernetes", "--node", node)
     try:
-        replicas = wait_scaled_out(harness, rid, tmp_path / "harness.log")
+        if node == "process":
+            replicas = wait_scaled_out(harness, rid, tmp_path / "harness.log")
+        else:
+            replicas = wait_for(lambda: (r := container_replicas()) and len(r) > MIN_REPLICAS
+                                and r, SCALED_OUT_WITHIN_S + 60,
+                                f"more than {MIN_REPLICAS} container replicas; harness log:\n"
+                                f"{_tail(tmp_path / 'harness.log')}")
         assert len(replicas) > MIN_REPLICAS
         names = " ".join(run_processes(rid).values())
         assert all(part in names for part in ("etcd", "kube-apiserver", "kube-controller-manager",
                                               "keda-operator", "keda-adapter"))
+        if node == "kubelet":
+            assert all(part in names for part in ("kubelet", "containerd", "kube-scheduler"))
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait(GONE_WITHIN_S)
         assert_run_gone(rid, GONE_WITHIN_S)
+        if node == "kubelet":
+            started = time.monotonic()
+            while (left := node_leftovers(rid)) and time.monotonic() < started + GONE_WITHIN_S:
+                time.sleep(0.25)
+            assert not left, f"the kubelet node of run {rid} left:\n" + "\n".join(left)
+            mounts = Path("/proc/mounts").read_text()
+            assert f"/run/lagscale/{rid}" not in mounts
+            print(f"kubelet node of run {rid}: nothing left "
+                  f"{time.monotonic() - started:.1f} s after the harness's exit")
     finally:
         if harness.poll() is None:
             harness.kill()
             harness.wait()
+        if node == "kubelet":
+            from pytest_lagscale.kube.kubelet_node import reap_state
+
+            reap_state(rid)
 
 
 _START_CHILD = {

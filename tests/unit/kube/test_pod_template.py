@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.kube.pod_template import PORT_FILE, kubelet_deployment
+from pytest_lagscale.kube.pod_template import PORT_FILE, kubelet_deployment, millicores
 from pytest_lagscale.platform.kubernetes import deployment_object
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,7 +25,8 @@ def _body() -> dict:
 def _rewrite(body: dict | None = None) -> tuple[dict, list[str]]:
     return kubelet_deployment(body or _body(), image="lagscale.local/lagscale-replica:0.1.0",
                               run_root=RUN, replicas_dir=RUN / "replicas", store=RUN / "store",
-                              event_log_name="events.jsonl")
+                              event_log_name="events.jsonl", node_cpu_millicores=2000,
+                              max_replicas=8)
 
 
 def test_the_pod_runs_the_replica_image_on_the_host_network_with_its_own_flags() -> None:
@@ -50,9 +51,8 @@ def test_the_pod_runs_the_replica_image_on_the_host_network_with_its_own_flags()
     assert spec["volumes"] == [{"name": "run", "hostPath": {"path": str(RUN),
                                                               "type": "Directory"}}]
     assert consumer["volumeMounts"] == [{"name": "run", "mountPath": str(RUN)}]
-    assert "cpu" not in consumer["resources"]["requests"]
-    assert consumer["resources"]["requests"]["memory"] == "1Gi"
-    assert any("cpu request dropped" in n for n in notes)
+    assert consumer["resources"]["requests"] == {"cpu": "250m", "memory": "1Gi"}
+    assert "consumer: cpu request 500m -> 250m (the node's 2000m over maxReplicaCount 8)" in notes
     assert spec["terminationGracePeriodSeconds"] == 30
 
 
@@ -93,7 +93,8 @@ def test_the_exec_probe_passes_exactly_when_the_get_answers_2xx_or_3xx(tmp_path,
         (pod_dir / PORT_FILE).write_text(f"{server.server_address[1]}\n")
         doc, _ = kubelet_deployment(_body(), image="i", run_root=tmp_path,
                                     replicas_dir=tmp_path / "replicas", store=tmp_path / "s",
-                                    event_log_name="e")
+                                    event_log_name="e", node_cpu_millicores=2000,
+                                    max_replicas=8)
         command = doc["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["exec"][
             "command"]
         command = command[:-1] + [path]
@@ -107,8 +108,24 @@ def test_the_exec_probe_passes_exactly_when_the_get_answers_2xx_or_3xx(tmp_path,
 def test_the_exec_probe_fails_before_the_replica_wrote_its_port(tmp_path) -> None:
     doc, _ = kubelet_deployment(_body(), image="i", run_root=tmp_path,
                                 replicas_dir=tmp_path / "replicas", store=tmp_path / "s",
-                                event_log_name="e")
+                                event_log_name="e", node_cpu_millicores=2000,
+                                max_replicas=8)
     command = doc["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["exec"]["command"]
     done = subprocess.run(command, env={"POD_NAME": "pod-a", "PATH": "/usr/bin:/bin"},
                           capture_output=True, timeout=10)
     assert done.returncode != 0
+
+
+def test_a_cpu_request_that_fits_the_node_at_max_replicas_is_kept() -> None:
+    doc, notes = kubelet_deployment(_body(), image="i", run_root=RUN, replicas_dir=RUN / "r",
+                                    store=RUN / "s", event_log_name="e",
+                                    node_cpu_millicores=8000, max_replicas=8)
+    assert doc["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] \
+        == "500m"
+    assert not any("cpu request" in n for n in notes)
+
+
+@pytest.mark.parametrize("quantity, expected", [("500m", 500), ("2", 2000), ("0.25", 250),
+                                                (1, 1000)])
+def test_cpu_quantities_read_in_millicores(quantity, expected) -> None:
+    assert millicores(quantity) == expected
