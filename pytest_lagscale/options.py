@@ -385,7 +385,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
              "real kubelet with containerd and runc runs them as containers of the replica "
              "image (root; built by scripts/bootstrap --with-kube); process: a node agent in "
              "the harness runs each pod as a local process (machines where containers cannot "
-             "run). Default: kubelet.", default="kubelet"),
+             "run). Default: kubelet, or process for a Deployment running its own consumer "
+             "command."),
     RunOption("kubeconfig", "kubeconfig", "With --platform kubernetes: run on the cluster of "
               "this kubeconfig's current context (e.g. one `lagscale kube up` keeps running; "
               "KEDA installed, its pods run by the node agent on this machine) instead of a "

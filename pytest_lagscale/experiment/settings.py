@@ -35,7 +35,8 @@ class RunSettings:
         kubeconfig: ``--platform kubernetes`` on the cluster this kubeconfig names (its
             current context) instead of a control plane the run starts; None = start one.
         node: ``--platform kubernetes``'s pods run by a real kubelet as containers
-            (``kubelet``) or by the node agent as local processes (``process``).
+            (``kubelet``) or by the node agent as local processes (``process``); None =
+            kubelet, process for a command consumer.
         kafka: ``embedded``, ``testcontainers`` or ``external`` (``kafka_bootstrap`` required).
         kafka_bootstrap: ``host:port`` of an external broker.
         kafka_config: extra librdkafka client settings (``--kafka-config KEY=VALUE``).
@@ -72,7 +73,7 @@ class RunSettings:
     deployment: str | Path | None = None
     platform: str = "local"
     kubeconfig: str | Path | None = None
-    node: str = "kubelet"
+    node: str | None = None
     kafka: str = "embedded"
     kafka_bootstrap: str | None = None
     kafka_config: Mapping[str, str] = field(default_factory=dict)

@@ -528,11 +528,16 @@ class KubernetesDeployment(StartStop):
 
 
 def node_kind(plan: Any) -> str:
-    """``kubelet`` or ``process``: the plan's ``--node``; always ``process`` with
-    ``--kubeconfig`` (that cluster's pods are run by the node agent here)."""
+    """``kubelet`` or ``process``: the plan's ``--node``; without one, ``kubelet`` for the
+    replica program and ``process`` for a command consumer (its program is built on this host,
+    not in the replica image: docs/byo-consumer.md); always ``process`` with ``--kubeconfig``
+    (that cluster's pods are run by the node agent here)."""
     if getattr(plan.settings, "kubeconfig", None):
         return "process"
-    return getattr(plan.settings, "node", "kubelet") or "kubelet"
+    chosen = getattr(plan.settings, "node", None)
+    if chosen:
+        return chosen
+    return "process" if getattr(plan.deployment, "command", None) is not None else "kubelet"
 
 
 def kubelet_node_problems() -> list[str]:
