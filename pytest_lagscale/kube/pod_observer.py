@@ -225,6 +225,9 @@ class PodObserver(StartStop):
         restarts = int(status.get("restartCount") or 0)
         if "running" in state and cid:
             if cid not in record.container_ids:
+                if record.running:  # the end fell between two lists: the kubelet's lastState
+                    self._exited(record, record.container_id,
+                                 (status.get("lastState") or {}).get("terminated") or {})
                 record.container_ids.append(cid)
                 record.restarts = restarts
                 record.running, record.stopped = True, False
@@ -244,10 +247,7 @@ class PodObserver(StartStop):
             if record.terminating:
                 self._stopped(record, end, None)
             else:
-                self.events.emit("replica_exited", replica_id=record.replica_id,
-                                 pod_name=record.replica_id, container_id=cid,
-                                 exit_code=end.get("exitCode"), reason=end.get("reason"),
-                                 signal=None, log_tail=None)
+                self._exited(record, cid, end)
         if record.metrics_port is None and record.running:
             record.metrics_port = _read_port(self.replicas_dir / record.replica_id / PORT_FILE)
         ready = _condition(pod, "Ready")
@@ -265,6 +265,12 @@ class PodObserver(StartStop):
             self.events.emit("replica_terminating", replica_id=record.replica_id,
                              pod_name=record.replica_id, graceful=bool(grace),
                              grace_period_s=grace)
+
+    def _exited(self, record: PodRecord, cid: str | None, end: Mapping[str, Any]) -> None:
+        self.events.emit("replica_exited", replica_id=record.replica_id,
+                         pod_name=record.replica_id, container_id=cid,
+                         exit_code=end.get("exitCode"), reason=end.get("reason"),
+                         signal=None, log_tail=None)
 
     def _stopped(self, record: PodRecord, end: Mapping[str, Any] | None, why: str | None) -> None:
         record.stopped, record.running = True, False

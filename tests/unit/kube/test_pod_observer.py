@@ -103,3 +103,18 @@ def test_a_histogram_is_summed_over_its_series_from_the_text_exposition() -> Non
     assert histogram(text, "kubelet_pod_start_total_duration_seconds") == {
         "count": 3, "sum": 6.0, "mean": 2.0, "buckets": {"1": 1, "+Inf": 3}}
     assert histogram(text, "kubelet_pod_start_sli_duration_seconds") is None
+
+
+def test_a_restart_between_two_lists_still_writes_the_exit_from_the_kubelets_last_state(
+        observer) -> None:
+    obs, clock, tmp = observer
+    record = PodRecord("c-1", "u1")
+    obs._update(record, _pod(running="containerd://a", ready=True))
+    restarted = _pod(running="containerd://b", restarts=1)
+    restarted["status"]["containerStatuses"][0]["lastState"] = {
+        "terminated": {"exitCode": 137, "reason": "Error", "containerID": "containerd://a"}}
+    obs._update(record, restarted)
+    events = _names(tmp)
+    assert [n for n, _ in events] == ["replica_started", "replica_ready", "replica_exited",
+                                      "replica_restarted"]
+    assert events[2][1]["exit_code"] == 137 and events[2][1]["container_id"] == "containerd://a"
