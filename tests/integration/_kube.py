@@ -35,3 +35,11 @@ def wait_for(predicate: Any, within_s: float, what: str) -> Any:
             return value
         time.sleep(0.2)
     raise AssertionError(f"not within {within_s:g} s: {what}")
+
+
+def pods_of(platform: Any) -> list[dict]:
+    """The pods of ``platform``'s namespace, as JSON-shaped dicts."""
+    from kubernetes import client
+
+    pods = client.CoreV1Api(platform.api).list_namespaced_pod(platform.namespace)
+    return [platform.api.sanitize_for_serialization(p) for p in pods.items]

@@ -26,7 +26,7 @@ from pytest_lagscale.kube import build
 from pytest_lagscale.kube.policy import hpa_timing
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment, kubelet_node_problems
 
-from ._kube import K8S, arrow_template, wait_for
+from ._kube import K8S, arrow_template, pods_of, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 
@@ -51,11 +51,7 @@ def deployment(kafka_cluster, tmp_path):
                                           "containerd": "terminated"}
 
 
-def _pods(platform):
-    from kubernetes import client
-
-    pods = client.CoreV1Api(platform.api).list_namespaced_pod(platform.namespace)
-    return [platform.api.sanitize_for_serialization(p) for p in pods.items]
+_pods = pods_of
 
 
 def _events(platform, name):
