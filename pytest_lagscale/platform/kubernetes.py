@@ -200,7 +200,7 @@ class KubernetesDeployment(StartStop):
         kubeconfig = getattr(plan.settings, "kubeconfig", None)
         self.kubeconfig = Path(kubeconfig) if kubeconfig else None
         self.node_kind = node_kind(plan)
-        self.max_replicas = int(plan.replica_range[1])
+        self.max_replicas = int(getattr(plan, "replica_range", (1, 1))[1])
         if self.kubeconfig is not None:
             self.namespace = run_namespace(run_id())
 

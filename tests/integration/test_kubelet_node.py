@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -127,12 +128,27 @@ time.sleep(600)
 '''
 
 
-def test_a_sigkilled_harness_leaves_containers_that_lagscale_cleanup_removes(tmp_path) -> None:
+def _guardian_pids(rid: str) -> list[int]:
+    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()
+            and _cmdline(e).endswith(f"pytest_lagscale.kube.node_guardian {rid}")]
+
+
+def _cmdline(entry: Path) -> str:
+    try:
+        return (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("reaper", ["guardian", "cleanup"])
+def test_a_sigkilled_harness_leaves_no_container(tmp_path, reaper) -> None:
+    """The kubelet and containerd die with a SIGKILLed harness, the containers (their shims
+    outlive containerd) do not: the node's guardian reaps them; with the guardian killed first,
+    ``lagscale cleanup <run id>`` does."""
     import signal
     import subprocess
     import sys
     import uuid
-    from pathlib import Path
 
     from pytest_lagscale.kube.kubelet_node import shim_pids
 
@@ -154,21 +170,33 @@ def test_a_sigkilled_harness_leaves_containers_that_lagscale_cleanup_removes(tmp
         assert shims, "the pod's shim runs"
         containers = [int(p) for pid in shims
                       for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        guardians = _guardian_pids(rid)
+        assert len(guardians) == 1, "one guardian per node"
+        if reaper == "cleanup":
+            os.kill(guardians[0], signal.SIGKILL)
+            wait_for(lambda: not _alive(guardians[0]), 10, "the guardian killed")
         child.send_signal(signal.SIGKILL)
         child.wait(10)
-        time.sleep(2)  # the kubelet and containerd die of their parent-death signal
-        assert [p for p in containers if _alive(p)], \
-            "the container outlives the harness until cleanup"
-        lagscale = Path(sys.executable).with_name("lagscale")
-        out = subprocess.run([str(lagscale), "cleanup", rid], capture_output=True, text=True,
-                             timeout=60)
-        assert out.returncode == 0, out.stderr
-        # the shim carries the run id and is reaped with the run's processes; the node's part
-        # kills the containers through their cgroups and unmounts their root filesystems
-        assert "kubepods cgroup(s)" in out.stdout and "unmounted" in out.stdout, out.stdout
+        if reaper == "guardian":
+            wait_for(lambda: not [p for p in shims + containers if _alive(p)], 30,
+                     "the guardian removed the shims and containers of the killed harness")
+            wait_for(lambda: not state.exists(), 10, "the guardian removed the state directory")
+            assert "kubepods cgroup(s)" in (tmp_path / "kube" / "node" / "guardian.log"
+                                            ).read_text()
+        else:
+            time.sleep(2)  # the kubelet and containerd die of their parent-death signal
+            assert [p for p in containers if _alive(p)], \
+                "without its guardian the container outlives the harness until cleanup"
+            lagscale = Path(sys.executable).with_name("lagscale")
+            out = subprocess.run([str(lagscale), "cleanup", rid], capture_output=True, text=True,
+                                 timeout=60)
+            assert out.returncode == 0, out.stderr
+            # the shim carries the run id and is reaped with the run's processes; the node's
+            # part kills the containers through their cgroups and unmounts their rootfs
+            assert "kubepods cgroup(s)" in out.stdout and "unmounted" in out.stdout, out.stdout
+            wait_for(lambda: not [p for p in shims + containers if _alive(p)], 10,
+                     "the shims and containers of the killed harness's node gone")
         assert leftovers(state) == [] and not state.exists()
-        wait_for(lambda: not [p for p in shims + containers if _alive(p)], 10,
-                 "the shims and containers of the killed harness's node gone")
     finally:
         if child.poll() is None:
             child.kill()
