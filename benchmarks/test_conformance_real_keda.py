@@ -62,7 +62,7 @@ def side_by_side(local: Any, kube: Any) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.gate
 def test_real_keda_and_hpa_scale_the_spike_and_the_embedded_hpa_agrees(lagscale_run) -> None:
-    from pytest_lagscale.kube.kubelet_node import STATE_ROOT, leftovers
+    from pytest_lagscale.kube.kubelet_node import kubepods_cgroups, node_state_runs
     from pytest_lagscale.platform.kubernetes import kubelet_node_problems
 
     reason = build.missing_reason()
@@ -106,9 +106,10 @@ def test_real_keda_and_hpa_scale_the_spike_and_the_embedded_hpa_agrees(lagscale_
     verdicts["pods ran as containers"] = kube.check(
         "pods with a containerd:// container id == pods seen (the kubelet ran them)",
         len(containers), len(pods), bool(pods) and len(containers) == len(pods))
-    left = leftovers(STATE_ROOT / kube.run_id)
+    left = ([f"state {run}" for run in node_state_runs()]
+            + [f"cgroup {path}" for path in kubepods_cgroups()])  # the gate runs one at a time
     verdicts["the node left nothing"] = kube.check(
-        "mounts, shims and kubepods cgroups left by the node == 0", len(left), 0, not left)
+        "node state directories and kubepods cgroups left == 0", len(left), 0, not left)
     failed = [name for name, ok in verdicts.items() if not ok]
     assert not failed, (f"{failed} failed; differences {report.get('differences')}; see "
                         f"{kube.benchmark_path}")
