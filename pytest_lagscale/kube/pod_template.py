@@ -116,7 +116,7 @@ def kubelet_deployment(body: dict[str, Any], *, image: str, run_root: Path, repl
         container["env"] = [{"name": "POD_NAME",
                              "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}] + env
         for name in PROBES:
-            if name in container and "httpGet" in container[name]:
+            if "httpGet" in container.get(name, {}):
                 container[name] = exec_probe(container[name], replicas_dir)
                 notes.append(f"{container['name']}: {name} httpGet -> exec (the same GET on the "
                              "port the replica wrote)")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.clock import Clock, RealClock
-from ..contract.rundir import RunDir
+from ..contract.rundir import REPLICA_EVENT_LOG, RunDir
 from ..contract.errors import ConfigError, ReplicaError
 from ..contract.eventlog import EventLog
 from ..lifecycle import StartStop
@@ -294,7 +294,7 @@ class KubernetesDeployment(StartStop):
         body, notes = kubelet_deployment(body, image=ref, run_root=self.layout.root,
                                          replicas_dir=self.layout.replicas_dir,
                                          store=self.layout.store,
-                                         event_log_name=self.layout.replica_events("x").name,
+                                         event_log_name=REPLICA_EVENT_LOG,
                                          node_cpu_millicores=(os.cpu_count() or 1) * 1000,
                                          max_replicas=self.max_replicas)
         if not self.graceful:
@@ -356,14 +356,13 @@ class KubernetesDeployment(StartStop):
             self.node_info["metrics"] = {"error": f"{type(exc).__name__}: {exc}"}
         if self.observer is not None and self.name:
             grace = float(getattr(self.template, "termination_grace_period_s", 30.0))
+            wait_s = grace + 10.0 if timeout_s is None else timeout_s
             try:
                 client.AppsV1Api(self.api).delete_namespaced_deployment(
                     self.name, self.namespace, propagation_policy="Foreground")
-                gone = poll_until(lambda: self.observer.live_pod_count() == 0,
-                                  grace + 10.0 if timeout_s is None else timeout_s,
-                                  clock=self.clock)
-                if not gone:
-                    self.cleanup_errors.append(f"pods still running {grace + 10:.0f} s after "
+                if not poll_until(lambda: self.observer.live_pod_count() == 0, wait_s,
+                                  clock=self.clock):
+                    self.cleanup_errors.append(f"pods still running {wait_s:.0f} s after "
                                                "the Deployment's deletion; the node removes them")
             except Exception as exc:  # the node's stop removes every container regardless
                 self.cleanup_errors.append(f"{type(exc).__name__}: {exc}")
