@@ -389,8 +389,15 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
              "command."),
     RunOption("kubeconfig", "kubeconfig", "With --platform kubernetes: run on the cluster of "
               "this kubeconfig's current context (e.g. one `lagscale kube up` keeps running; "
-              "KEDA installed, its pods run by the node agent on this machine) instead of a "
+              "KEDA installed; its pods run by the node agent on this machine, or by its own "
+              "kubelets with --replica-image) instead of a "
               "control plane the run starts and stops. Default: none.", metavar="PATH"),
+    RunOption("replica-image", "replica_image", "With --kubeconfig of a cluster with kubelets "
+              "(kind, a cloud cluster): the image its pods run, pushed or loaded by you (docs/"
+              "kubernetes.md \"Clusters with kubelets\"); needs --kafka external with an "
+              "address the pods reach. The replica program then writes its output topic and the "
+              "run measures it from the broker. Default: none (a cluster without nodes).",
+              metavar="REF"),
     _choices("kafka", "kafka", KINDS, "Where the broker comes from: an embedded KRaft node from "
              "pinned Maven jars, a testcontainers container, or an external cluster. "
              "Default: embedded.", default="embedded"),
@@ -539,6 +546,7 @@ def cross_problems(fields: Mapping[str, Any], baseline: Any = None) -> list[str]
     if kubeconfig and not Path(kubeconfig).is_file():
         problems.append(f"--kubeconfig: {str(kubeconfig)!r} is not a file; give the path of a "
                         "kubeconfig (lagscale kube up prints one)")
+    problems += replica_image_problems(fields)
     if fields.get("policy") and fields.get("scaled_object"):
         problems.append("--policy and --scaledobject both name the scaling policy; give one")
     scale = fields.get("scale") if fields.get("scale") in SCALES else "ci"
@@ -558,6 +566,25 @@ def cross_problems(fields: Mapping[str, Any], baseline: Any = None) -> list[str]
     problem = out_dir_problem(Path(fields.get("out_dir") or DEFAULT_OUT), "--lagscale-out")
     if problem:
         problems.append(problem)
+    return problems
+
+
+def replica_image_problems(fields: Mapping[str, Any]) -> list[str]:
+    """``--replica-image`` without ``--kubeconfig`` or ``--kafka external``, or a reference
+    with whitespace, one line each."""
+    image = fields.get("replica_image")
+    if image is None:
+        return []
+    problems = []
+    if not str(image).strip() or any(c.isspace() for c in str(image)):
+        problems.append(f"--replica-image: {str(image)!r} is not an image reference; give one "
+                        "like registry.example/lagscale-replica:0.1.0")
+    if not fields.get("kubeconfig"):
+        problems.append("--replica-image is for a --kubeconfig cluster with kubelets; add "
+                        "--kubeconfig PATH (the run's own kubelet node builds its image)")
+    if (fields.get("kafka") or "embedded") != "external":
+        problems.append("--replica-image: the cluster's pods need a broker they reach; add "
+                        "--kafka external --kafka-bootstrap HOST:PORT")
     return problems
 
 

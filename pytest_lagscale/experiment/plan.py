@@ -148,6 +148,10 @@ def plan_run(settings: RunSettings) -> RunPlan:
     profile = load_profile(settings.profile_path(), overrides)
     policy_config = settings.policy_config()
     deployment = load_deployment(files["deployment"])
+    if settings.replica_image:  # a cluster with kubelets: measured from the broker
+        from ..config.cluster_consumer import as_cluster_consumer
+
+        deployment = as_cluster_consumer(deployment)
     actions = plan_actions((*profile.actions, *settings.actions),
                            PlanFacts(partitions=profile.partitions))
     grown = [a.action.to for a in actions if hasattr(a.action, "to")]

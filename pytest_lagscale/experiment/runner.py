@@ -626,7 +626,15 @@ class Run:
         return build_policy(config, created_at_s=self.clock.inner.now())
 
     def _sync_targets(self) -> None:
-        """Point Prometheus's ``replicas`` job at the replicas that run now."""
+        """Point Prometheus's ``replicas`` job at the replicas that run now (target groups when
+        the platform gives them: a cluster's pods through the apiserver's pod proxy)."""
+        groups = getattr(self.parts.platform, "metrics_target_groups", lambda: None)()
+        if groups is not None:
+            key = tuple(str(g["labels"]) for g in groups)
+            if key != self.parts.targets:
+                self.parts.prometheus.set_target_groups("replicas", groups)
+                self.parts.targets = key
+            return
         targets = tuple(sorted(self.parts.platform.metrics_targets()))
         if targets != self.parts.targets:
             self.parts.prometheus.set_targets("replicas", list(targets))

@@ -34,6 +34,8 @@ class RunSettings:
         platform: where replicas run (``local``).
         kubeconfig: ``--platform kubernetes`` on the cluster this kubeconfig names (its
             current context) instead of a control plane the run starts; None = start one.
+        replica_image: with ``kubeconfig``, the image the cluster's kubelets run the consumer
+            in (a cluster with Ready nodes); None = a cluster without nodes (the node agent).
         node: ``--platform kubernetes``'s pods run by a real kubelet as containers
             (``kubelet``) or by the node agent as local processes (``process``); None =
             kubelet, process for a command consumer.
@@ -73,6 +75,7 @@ class RunSettings:
     deployment: str | Path | None = None
     platform: str = "local"
     kubeconfig: str | Path | None = None
+    replica_image: str | None = None
     node: str | None = None
     kafka: str = "embedded"
     kafka_bootstrap: str | None = None

@@ -174,6 +174,9 @@ class EmbeddedKafka(HomeProcess):
         startup_timeout_s: seconds to wait for readiness before :class:`ReadinessTimeout`.
         stop_timeout_s: seconds between SIGTERM and SIGKILL on stop.
         java: the ``java`` executable.
+        host: the address of the client listener (advertised as is): ``127.0.0.1``, or an
+            address of this host that pods reach (the kubelet node's bridge gateway); the
+            controller listener stays on loopback.
 
     Raises:
         BrokerError: from :meth:`start` when resolution or formatting fails or the broker exits
@@ -197,6 +200,7 @@ class EmbeddedKafka(HomeProcess):
         startup_timeout_s: float = 90.0,
         stop_timeout_s: float = 20.0,
         java: str = "java",
+        host: str = "127.0.0.1",
     ):
         if heap_mb < 128:
             raise BrokerError(f"heap_mb: {heap_mb!r} is below 128; give the broker >= 128 MiB")
@@ -207,6 +211,7 @@ class EmbeddedKafka(HomeProcess):
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.java = java
+        self.host = host
         self.client_config: dict[str, str] = {}
         self.version = artifacts.pinned_version()
         self.home: Path | None = None
@@ -220,10 +225,10 @@ class EmbeddedKafka(HomeProcess):
 
     @property
     def bootstrap_servers(self) -> str:
-        """``127.0.0.1:<port>``; raises BrokerError before :meth:`start`."""
+        """``<host>:<port>`` (``127.0.0.1`` by default); raises BrokerError before :meth:`start`."""
         if self.port is None:
             raise BrokerError("kafka: not started; call start() or use it as a context manager")
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path | None:
@@ -239,7 +244,7 @@ class EmbeddedKafka(HomeProcess):
         self.home = self._given_dir or Path(tempfile.mkdtemp(prefix="lagscale-kafka-"))
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         for attempt in range(1, PORT_ATTEMPTS + 1):
-            self.port, self.controller_port = free_port(), free_port()
+            self.port, self.controller_port = free_port(self.host), free_port()
             while self.controller_port == self.port:
                 self.controller_port = free_port()
             props = self._write_config()
@@ -303,7 +308,7 @@ class EmbeddedKafka(HomeProcess):
     # -- steps ---------------------------------------------------------------------------
     def _write_config(self) -> Path:
         assert self.home is not None
-        listeners = (f"PLAINTEXT://127.0.0.1:{self.port},"
+        listeners = (f"PLAINTEXT://{self.host}:{self.port},"
                      f"CONTROLLER://127.0.0.1:{self.controller_port}")
         base = {
             "process.roles": "broker,controller",

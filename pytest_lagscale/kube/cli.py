@@ -10,6 +10,12 @@ kubeconfig and serves until Ctrl-C, SIGTERM or SIGHUP, then stops every process 
 ``lagscale`` takes them along: their parent-death signal). Runs use it with
 ``lagscale run --platform kubernetes --kubeconfig PATH``, each in a namespace of its own, and
 kubectl can watch them.
+
+``up --node kubelet`` adds a kubelet node (:class:`~.kubelet_node.KubeletNode`: containerd,
+kube-scheduler, the kubelet) on a bridge pod network, with the replica image imported: a cluster
+with kubelets, like kind, on which ``lagscale run --kubeconfig PATH --replica-image REF --kafka
+external --kafka-bootstrap ADDRESS`` runs as it would there. Its pods reach this host at
+:data:`~.node_commands.BRIDGE_GATEWAY`, so the broker must listen there.
 """
 
 from __future__ import annotations
@@ -40,6 +46,11 @@ def up(
         "scaledobject-ci", "--policy", metavar="NAME|PATH", show_default=False,
         help="ScaledObject whose lagscale.dev/hpa-* annotations set the HPA controller's sync "
              "period, tolerance and downscale stabilization. Default: scaledobject-ci"),
+    node: str = typer.Option(
+        "none", "--node", metavar="none|kubelet", show_default=False,
+        help="kubelet: add a kubelet node (containerd, kube-scheduler, the kubelet; root) on a "
+             "bridge pod network with the replica image imported, so the cluster has kubelets "
+             "as kind has. Default: none (runs use the node agent)."),
 ) -> None:
     """Start the local control plane and keep it up until Ctrl-C.
 
@@ -62,15 +73,26 @@ def up(
         reason = build.missing_reason()
         if reason is not None:
             raise ConfigError(f"lagscale kube up: {reason}")
+        if node not in ("none", "kubelet"):
+            raise ConfigError(f"--node: {node!r} is not one of none, kubelet")
+        if node == "kubelet":
+            from .kubelet_node import kubelet_node_problems
+
+            problems = kubelet_node_problems()
+            if problems:
+                raise ConfigError([f"--node kubelet: {p}" for p in problems])
     except ConfigError as exc:
         for line in exc.problems:
             typer.echo(f"error: {line}", err=True)
         raise typer.Exit(EXIT_USAGE) from exc
     plane = _control_plane(where, hpa_timing(policy_config))
+    kubelet = None
     try:
         try:
             plane.start()
-            _ready_for_runs(plane)
+            if node == "kubelet":
+                kubelet, image = _kubelet_node(plane, where)
+            _ready_for_runs(plane, with_nodes=kubelet is not None)
         except LagscaleError as exc:  # ConfigError too: the cluster it started is not usable
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
@@ -80,12 +102,24 @@ def up(
                    f"s, tolerance {plane.timing.tolerance:g}, downscale stabilization "
                    f"{plane.timing.downscale_stabilization_s:g} s); logs in {where}")
         typer.echo(f"kubeconfig: {kubeconfig}")
-        typer.echo(f"run on it: lagscale run --platform kubernetes --kubeconfig {kubeconfig}")
+        if kubelet is None:
+            typer.echo(f"run on it: lagscale run --platform kubernetes --kubeconfig {kubeconfig}")
+        else:
+            from .node_commands import BRIDGE_GATEWAY
+
+            typer.echo(f"node: Ready in {kubelet.node_ready_s:.1f} s, pods on a bridge; they "
+                       f"reach this host at {BRIDGE_GATEWAY}")
+            typer.echo(f"replica image: {image}")
+            typer.echo(f"run on it: lagscale run --platform kubernetes --kubeconfig {kubeconfig} "
+                       f"--replica-image {image} --kafka external --kafka-bootstrap "
+                       f"{BRIDGE_GATEWAY}:PORT (a broker listening there)")
         typer.echo("Ctrl-C stops it", err=True)
         threading.Event().wait()  # until Ctrl-C / SIGTERM / SIGHUP (KeyboardInterrupt)
     except KeyboardInterrupt:
         typer.echo("stopping the control plane", err=True)
     finally:
+        if kubelet is not None:
+            kubelet.stop()
         plane.stop()
 
 
@@ -96,7 +130,31 @@ def _control_plane(where: Path, timing: object) -> object:
     return keda_control_plane(where, timing, NAMESPACE)
 
 
-def _ready_for_runs(plane: object) -> None:
+def _kubelet_node(plane: object, where: Path) -> tuple[object, str]:
+    """Start the kubelet node on a bridge network and import the replica image into it;
+    returns (the node, the image's reference)."""
+    from importlib.metadata import version
+
+    from ..kafka.embedded import free_port
+    from ..process import run_id
+    from . import replica_image
+    from .kubelet_node import KubeletNode
+
+    where.mkdir(parents=True, exist_ok=True)
+    with open(where / "image-build.log", "a") as log:
+        archive = replica_image.build(base=False, out=log)
+    kubelet = KubeletNode(plane, run_id(), free_port=free_port, pod_network="bridge")
+    kubelet.start()
+    tag = version("pytest-lagscale")
+    try:
+        kubelet.import_image(archive, replica_image.IMAGE_NAME, tag)
+    except BaseException:
+        kubelet.stop()
+        raise
+    return kubelet, replica_image.image_ref(tag)
+
+
+def _ready_for_runs(plane: object, *, with_nodes: bool = False) -> None:
     """Wait until a run's preflight passes (KEDA's APIService turns Available a moment after
     the adapter answers), then record the pinned versions in the cluster."""
     from kubernetes import config
@@ -104,7 +162,7 @@ def _ready_for_runs(plane: object) -> None:
     from .cluster import preflight, record_versions
 
     api = config.new_client_from_config(config_file=plane.layout.kubeconfig("admin"))
-    preflight(api)
+    preflight(api, replica_image="(checked by each run)" if with_nodes else None)
     record_versions(api, plane.versions)
 
 

@@ -8,10 +8,14 @@ names what is missing:
 * the API answers (``/version``);
 * KEDA is installed: the ``scaledobjects.keda.sh`` CRD is ``Established`` and the APIService
   ``v1beta1.external.metrics.k8s.io`` is ``Available`` (the HPA reads KEDA's metric through it);
-* no Node is Ready. The pods are run by the harness's node agent as processes on this machine,
-  and the ScaledObject's kafka trigger names the run's broker on 127.0.0.1: a cluster with
-  kubelets would run the pods in its own containers, and its KEDA (a pod) would not reach a
-  loopback broker. Such a cluster (kind, a cloud cluster) is refused with that reason.
+* without ``--replica-image``, no Node is Ready: the pods are run by the harness's node agent
+  as processes on this machine, and the ScaledObject's kafka trigger names the run's broker on
+  127.0.0.1, which a cluster with kubelets (kind, a cloud cluster) would not reach;
+* with ``--replica-image`` (a cluster with kubelets), a Node is Ready, and a short-lived probe
+  pod of that image (:func:`probe_bootstrap`, in a namespace of its own, deleted after)
+  connects to the bootstrap address and asks the broker for its metadata from inside the
+  cluster: a broker the pods cannot reach, an image the nodes cannot pull, or an image without
+  ``python`` and confluent-kafka fails here, with the pod's own words.
 
 Each run gets its own namespace, ``lagscale-<run id>`` (:func:`run_namespace`), so runs against
 one cluster do not meet; :func:`delete_run_objects` removes what the run created (ScaledObject,
@@ -94,11 +98,18 @@ def _keda_problems(api: Any, client: Any) -> list[str]:
     return problems
 
 
-def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None) -> ClusterInfo:
+def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None,
+              replica_image: str | None = None, bootstrap: str | None = None,
+              probe_namespace: str | None = None) -> ClusterInfo:
     """Check that the cluster can host a run (module docstring).
 
     Args:
         api: a ``kubernetes.client.ApiClient`` for the cluster.
+        replica_image: ``--replica-image``: the cluster's kubelets run the pods (Ready nodes
+            required); None: the node agent does (no Ready node allowed).
+        bootstrap: with ``replica_image``, the broker the pods must reach.
+        probe_namespace: with ``replica_image`` and ``bootstrap``, the namespace of the probe
+            pod (created and deleted here); None skips the probe.
         settle_s: seconds to wait for KEDA's CRD to be Established and its APIService
             Available when they exist but are not yet (kube-aggregator's availability check
             can flip to False for a moment on a loaded machine); missing ones fail at once.
@@ -129,15 +140,120 @@ def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None) -> Clu
     nodes = client.CoreV1Api(api).list_node().items
     ready = [n.metadata.name for n in nodes
              if _condition(api.sanitize_for_serialization(n), "Ready")]
-    if ready:
-        problems.append(f"{len(ready)} Node(s) Ready ({', '.join(ready[:3])}): the run's pods "
-                        "are processes on this machine (the node agent) and its broker listens "
-                        "on 127.0.0.1, which a cluster with kubelets (kind, a cloud cluster) "
-                        "would not reach; use a cluster without nodes (lagscale kube up)")
+    if ready and replica_image is None:
+        problems.append(f"{len(ready)} Node(s) Ready ({', '.join(ready[:3])}): a cluster with "
+                        "kubelets runs the pods itself; give --replica-image REF (an image its "
+                        "nodes can pull) and --kafka external --kafka-bootstrap HOST:PORT (an "
+                        "address its pods reach), or use a cluster without nodes (lagscale "
+                        "kube up): docs/kubernetes.md \"Clusters with kubelets\"")
+    if not ready and replica_image is not None:
+        problems.append("--replica-image: no Node is Ready, so no kubelet would run the image; "
+                        "drop --replica-image to run the pods on this machine (the node agent)")
+    if (not problems and replica_image is not None and bootstrap is not None
+            and probe_namespace is not None):
+        problem = probe_bootstrap(api, replica_image, bootstrap, probe_namespace, clock=clock)
+        if problem:
+            problems.append(problem)
     if problems:
         raise ConfigError([f"--kubeconfig ({server}): {p}" for p in problems])
     return ClusterInfo(server, version, recorded_versions(api).get("keda", "unknown"),
                        len(ready))
+
+
+#: The probe pod's program: connect to each bootstrap address, then ask the broker for its
+#: metadata (which also reaches the advertised listener); prints what it found, exit 1 on a
+#: failure.
+PROBE_SCRIPT = """\
+import socket, sys
+bootstrap = sys.argv[1]
+for server in bootstrap.split(","):
+    host, _, port = server.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        sys.exit(f"connect {server}: {exc}")
+from confluent_kafka.admin import AdminClient
+meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+print("brokers", sorted(f"{b.host}:{b.port}" for b in meta.brokers.values()))
+"""
+#: Seconds the probe pod may take from creation to its end (an image pull included).
+PROBE_TIMEOUT_S = 90.0
+#: Container waiting reasons that end the probe at once (kubernetes v1.36.3
+#: pkg/kubelet/images/types.go: the image cannot be had).
+IMAGE_ERRORS = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName")
+
+
+def probe_bootstrap(api: Any, image: str, bootstrap: str, namespace: str, *,
+                    timeout_s: float = PROBE_TIMEOUT_S, clock: Any = None) -> str | None:
+    """Run one pod of ``image`` in a new ``namespace`` that connects to ``bootstrap`` and reads
+    the broker's metadata (:data:`PROBE_SCRIPT`); delete the namespace after.
+
+    Returns:
+        None when the pod succeeded; else one line: the pod's output (exit != 0), or why it did
+        not run within ``timeout_s`` (the container's waiting reason, e.g. ``ErrImagePull``).
+    """
+    from kubernetes import client
+
+    from ..contract.clock import RealClock
+    from ..process import run_id
+
+    clock = clock or RealClock()
+    core = client.CoreV1Api(api)
+    where = f"the probe pod ({image}, {namespace})"
+    try:
+        create_namespace(api, namespace, run_id())
+    except LagscaleError as exc:
+        return f"{where}: {exc}"
+    try:
+        core.create_namespaced_pod(namespace, {
+            "metadata": {"name": "bootstrap-probe"},
+            "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                     "terminationGracePeriodSeconds": 0,
+                     "activeDeadlineSeconds": int(timeout_s),
+                     "containers": [{"name": "probe", "image": image,
+                                     "command": ["python", "-c", PROBE_SCRIPT, bootstrap],
+                                     # the output in the pod's status: no kubelet connection
+                                     "terminationMessagePolicy": "FallbackToLogsOnError"}]}})
+        deadline = clock.now() + timeout_s
+        pod = None
+        while clock.now() < deadline:
+            pod = api.sanitize_for_serialization(
+                core.read_namespaced_pod("bootstrap-probe", namespace))
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in ("Succeeded", "Failed"):
+                break
+            waiting = _pod_waiting(pod)
+            if waiting.split(":", 1)[0] in IMAGE_ERRORS:
+                return (f"{where} cannot start: {waiting}; push the image where the nodes "
+                        "pull it (kind: kind load docker-image)")
+            clock.sleep(0.5)
+        else:
+            return (f"{where} did not finish within {timeout_s:.0f} s "
+                    f"({_pod_waiting(pod)}): can the nodes pull the image? (kind: kind load "
+                    "docker-image)")
+        if phase == "Succeeded":
+            return None
+        ended = next(((cs.get("state") or {}).get("terminated") or {}
+                      for cs in (pod.get("status") or {}).get("containerStatuses") or []), {})
+        said = " / ".join(line for line in str(ended.get("message") or "").splitlines()
+                          if line.strip())[-300:] or f"exit code {ended.get('exitCode')}"
+        return (f"{where} could not reach the broker at {bootstrap} from inside the cluster: "
+                f"{said}; give "
+                "--kafka-bootstrap an address the pods reach (and the broker must advertise it)")
+    except client.exceptions.ApiException as exc:
+        return f"{where}: {exc.status} {exc.reason}"
+    finally:
+        delete_run_objects(api, namespace)  # best effort: the probe's namespace and pod
+
+
+def _pod_waiting(pod: Any) -> str:
+    """The pod's phase and its container's waiting reason and message, for a message."""
+    status = (pod or {}).get("status") or {}
+    for cs in status.get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting")
+        if waiting:
+            return f"{waiting.get('reason')}: {str(waiting.get('message') or '')[:200]}"
+    return f"phase {status.get('phase', 'unknown')}"
 
 
 def recorded_versions(api: Any) -> dict[str, str]:
@@ -220,6 +336,7 @@ def delete_run_objects(api: Any, namespace: str) -> list[str]:
     return errors
 
 
-__all__ = ["RUN_LABEL", "SCALEDOBJECT_CRD", "VERSIONS_CONFIGMAP", "ClusterInfo",
-           "create_namespace", "delete_run_objects", "preflight", "record_versions",
+__all__ = ["PROBE_SCRIPT", "RUN_LABEL", "SCALEDOBJECT_CRD", "VERSIONS_CONFIGMAP", "ClusterInfo",
+           "create_namespace", "delete_run_objects", "preflight", "probe_bootstrap",
+           "record_versions",
            "recorded_versions", "run_namespace"]

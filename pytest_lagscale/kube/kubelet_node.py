@@ -9,7 +9,8 @@ second run is refused while the first holds the host lock.
 
 :meth:`KubeletNode.stop` leaves nothing of the node, on every exit path that reaches it: the
 kubelet and the scheduler stop, every container of containerd's ``k8s.io`` namespace is killed
-and deleted (``ctr``), containerd stops, a shim still running is killed, every mount under the
+and deleted (``ctr``), containerd stops, a shim still running is killed, the bridge of a ``bridge`` pod
+network is deleted, every mount under the
 node's state directory is unmounted (deepest first), the ``kubepods`` cgroups are removed
 depth-first, and the state directory goes. :func:`leftovers` lists what would remain.
 
@@ -57,6 +58,9 @@ class KubeletNode(StartStop):
         free_port: ``() -> int`` picking loopback ports.
         clock: time source.
         ready_timeout_s: seconds each part (and the Node) may take to become ready.
+        pod_network: ``loopback`` (a run's node: hostNetwork pods) or ``bridge`` (pods get
+            addresses on :data:`~.node_commands.BRIDGE_NAME` and reach this host at
+            :data:`~.node_commands.BRIDGE_GATEWAY`: a cluster with a pod network).
 
     Raises (from :meth:`start`):
         LagscaleError: the node's binaries are not built (names the bootstrap command),
@@ -66,7 +70,11 @@ class KubeletNode(StartStop):
     """
 
     def __init__(self, control_plane: Any, run_id: str, *, free_port: Callable[[], int],
-                 clock: Clock | None = None, ready_timeout_s: float = READY_TIMEOUT_S):
+                 clock: Clock | None = None, ready_timeout_s: float = READY_TIMEOUT_S,
+                 pod_network: str = "loopback"):
+        if pod_network not in nc.POD_NETWORKS:
+            raise ValueError(f"pod_network {pod_network!r}: one of {', '.join(nc.POD_NETWORKS)}")
+        self.pod_network = pod_network
         self.control_plane = control_plane
         self.run_id = run_id
         self.free_port = free_port
@@ -119,6 +127,9 @@ class KubeletNode(StartStop):
         self._processes.clear()
         if self.layout is not None:
             kill_shims(self.layout.socket)
+            if self.pod_network == "bridge":
+                delete_bridge()
+            remove_pod_logs()
             unmount_under(self.layout.state_dir)
             remove_kubepods_cgroups()
             shutil.rmtree(self.layout.state_dir, ignore_errors=True)
@@ -195,7 +206,10 @@ class KubeletNode(StartStop):
         layout.cni_conf_dir.mkdir(parents=True, exist_ok=True)
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         layout.containerd_config_path.write_text(nc.containerd_config(layout))
-        (layout.cni_conf_dir / "10-loopback.conflist").write_text(json.dumps(nc.cni_conflist()))
+        (layout.cni_conf_dir / f"10-{self.pod_network}.conflist").write_text(json.dumps(
+            nc.cni_conflist(self.pod_network, layout.state_dir / "cni-ipam")))
+        if self.pod_network == "bridge":
+            create_bridge()
         layout.kubelet_config_path.write_text(
             yaml.safe_dump(nc.kubelet_config(layout, plane.pki), sort_keys=False))
         commands = [
@@ -398,7 +412,9 @@ def leftovers(state_dir: Path, socket: Path | None = None) -> list[str]:
     socket = socket or state_dir / "containerd.sock"
     return ([f"mount {p}" for p in mounts_under(state_dir)]
             + [f"shim pid {p}" for p in shim_pids(socket)]
-            + [f"cgroup {p}" for p in kubepods_cgroups()])
+            + [f"cgroup {p}" for p in kubepods_cgroups()]
+            + ([f"bridge {nc.BRIDGE_NAME}"] if Path("/sys/class/net", nc.BRIDGE_NAME).exists()
+               else []))
 
 
 def _host_free() -> Any:
@@ -411,6 +427,70 @@ def _host_free() -> Any:
         lock.close()
         return None
     return lock
+
+
+def kubelet_node_problems() -> list[str]:
+    """Why ``--node kubelet`` cannot run on this machine, one line each ([] when it can): the
+    node's binaries, containerd, runc, root, the replica image's base (each names
+    ``scripts/bootstrap --with-kube``)."""
+    from . import replica_image
+
+    problems = []
+    reason = build.missing_reason(components=pins.NODE)
+    if reason is not None:
+        problems.append(reason)
+    for tool in ("containerd", "runc"):
+        if shutil.which(tool) is None:
+            problems.append(f"{tool!r} not found on PATH; run {build.BOOTSTRAP_COMMAND}")
+    reason = replica_image.missing_reason()
+    if reason is not None:
+        problems.append(reason)
+    return problems
+
+
+#: Where the kubelet keeps its pods' logs (hard-coded in kubernetes v1.36.3
+#: pkg/kubelet/kuberuntime/kuberuntime_manager.go ``podLogsRootDirectory``).
+POD_LOGS = Path("/var/log/pods")
+
+
+def remove_pod_logs() -> list[str]:
+    """Remove the log directories of the runs' pods (namespaces ``lagscale*``) that the kubelet
+    did not garbage-collect before it stopped; returns their names."""
+    removed = []
+    for entry in POD_LOGS.glob("lagscale*_*") if POD_LOGS.is_dir() else []:
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+
+
+def create_bridge() -> None:
+    """Create :data:`~.node_commands.BRIDGE_NAME` with this host's address on it, up (one left
+    by a dead run is replaced: the caller holds the host lock).
+
+    Raises:
+        LagscaleError: ``ip`` refused (its message).
+    """
+    delete_bridge()
+    for args in (("link", "add", nc.BRIDGE_NAME, "type", "bridge"),
+                 ("addr", "add", f"{nc.BRIDGE_GATEWAY}/{nc.BRIDGE_SUBNET.split('/')[1]}",
+                  "dev", nc.BRIDGE_NAME),
+                 ("link", "set", nc.BRIDGE_NAME, "up")):
+        done = _ip(*args)
+        if done.returncode != 0:
+            delete_bridge()
+            raise LagscaleError(f"kubelet node: ip {' '.join(args)}: {done.stderr.strip()}")
+
+
+def delete_bridge() -> bool:
+    """Delete the bridge if it exists (its pods' veths went with their sandboxes); True when
+    one was deleted."""
+    if not Path("/sys/class/net", nc.BRIDGE_NAME).exists():
+        return False
+    return _ip("link", "del", nc.BRIDGE_NAME).returncode == 0
 
 
 def reap_state(run_id: str) -> list[str]:
@@ -432,6 +512,11 @@ def reap_state(run_id: str) -> list[str]:
             before = kubepods_cgroups()
             left = remove_kubepods_cgroups()
             done.append(f"removed {len(before) - len(left)} kubepods cgroup(s)")
+            if delete_bridge():
+                done.append(f"deleted bridge {nc.BRIDGE_NAME}")
+            logs = remove_pod_logs()
+            if logs:
+                done.append(f"removed {len(logs)} pod log directory(ies) under {POD_LOGS}")
         finally:
             lock.close()
     else:

@@ -8,7 +8,10 @@ containerd's ``config.toml`` text, the CNI network list, the ``KubeletConfigurat
 three :class:`~.commands.Command` values; :mod:`.kubelet_node` writes and runs them.
 
 Every address stays on loopback: pods use ``hostNetwork: true`` and the node's network is made
-ready by a CNI list with only the ``loopback`` plugin (no bridge, no iptables chains). Paths
+ready by a CNI list with only the ``loopback`` plugin (no bridge, no iptables chains). A node
+that stands in for a cluster with a pod network (``lagscale kube up --node kubelet``) uses the
+``bridge`` network instead: pods get addresses of :data:`BRIDGE_SUBNET` and reach this host at
+:data:`BRIDGE_GATEWAY` (no NAT, no iptables chains: nothing leaves the bridge). Paths
 holding sockets are short (a unix socket path has at most 107 bytes), so containerd's state
 and the kubelet's root live under :attr:`NodeLayout.state_dir` (``/run/lagscale/<run id>``).
 
@@ -16,7 +19,8 @@ Source: containerd v1.6 docs/cri/config.md (``restrict_oom_score_adj``: root her
 CAP_SYS_RESOURCE, so runc cannot set the sandbox's -998); kubernetes
 staging/src/k8s.io/kubelet/config/v1beta1/types.go v1.36.3 (``failCgroupV1``,
 ``makeIPTablesUtilChains``, ``containerRuntimeEndpoint``); kubernetes cmd/kube-scheduler
-options v1.36.3; containernetworking/plugins plugins/main/loopback.
+options v1.36.3; containernetworking/plugins v1.1.1 plugins/main/loopback, plugins/main/bridge
+(``isGateway``, ``ipMasq``) and plugins/ipam/host-local (``ranges``, ``dataDir``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ CNI_BIN_DIR = Path("/usr/lib/cni")
 SANDBOX_IMAGE = "lagscale.local/pause:1"
 #: The CNI network of the node: loopback only (pods share the host's network).
 CNI_NETWORK = "lagscale-loopback"
+#: The node's pod networks: ``loopback`` (hostNetwork pods, a run's node) or ``bridge``.
+POD_NETWORKS = ("loopback", "bridge")
+#: The bridge network's Linux bridge, its subnet and this host's address on it (one kubelet
+#: node per host, so one name serves).
+BRIDGE_NAME = "lagscale0"
+BRIDGE_SUBNET = "10.244.0.0/24"
+BRIDGE_GATEWAY = "10.244.0.1"
 
 
 @dataclass(frozen=True)
@@ -124,9 +135,23 @@ def containerd_config(layout: NodeLayout) -> str:
     ])
 
 
-def cni_conflist() -> dict[str, Any]:
-    """The node's CNI network list: the ``loopback`` plugin alone (NetworkReady, no bridge)."""
-    return {"cniVersion": "1.0.0", "name": CNI_NETWORK, "plugins": [{"type": "loopback"}]}
+def cni_conflist(network: str = "loopback", ipam_dir: Path | None = None) -> dict[str, Any]:
+    """The node's CNI network list: the ``loopback`` plugin alone (NetworkReady, no bridge), or
+    the ``bridge`` plugin on :data:`BRIDGE_NAME` with host-local addresses of
+    :data:`BRIDGE_SUBNET` kept in ``ipam_dir`` (no masquerade).
+
+    Raises:
+        ValueError: ``network`` not in :data:`POD_NETWORKS`, or bridge without ``ipam_dir``.
+    """
+    if network == "loopback":
+        return {"cniVersion": "1.0.0", "name": CNI_NETWORK, "plugins": [{"type": "loopback"}]}
+    if network != "bridge" or ipam_dir is None:
+        raise ValueError(f"pod network {network!r}: one of {', '.join(POD_NETWORKS)} (bridge "
+                         "needs an ipam_dir)")
+    return {"cniVersion": "1.0.0", "name": "lagscale-bridge", "plugins": [{
+        "type": "bridge", "bridge": BRIDGE_NAME, "isGateway": True, "ipMasq": False,
+        "ipam": {"type": "host-local", "dataDir": str(ipam_dir),
+                 "ranges": [[{"subnet": BRIDGE_SUBNET, "gateway": BRIDGE_GATEWAY}]]}}]}
 
 
 def kubelet_config(layout: NodeLayout, pki: Pki) -> dict[str, Any]:

@@ -106,13 +106,17 @@ class PodObserver(StartStop):
         namespace, selector: the run namespace and the Deployment's ``matchLabels``.
         replicas_dir: the run's replica directory (each pod's port file).
         events: the platform event log.
-        socket: the node's containerd socket (for :meth:`signal`).
+        socket: the node's containerd socket (for :meth:`signal`); None on a cluster whose
+            nodes are other machines (no signals).
+        metrics_port: every pod's metrics port (a cluster's pods each have their own address);
+            None: each replica's port file.
         clock: time source; ``period_s`` seconds between two lists.
     """
 
     def __init__(self, api: Any, namespace: str, selector: Mapping[str, str],
-                 replicas_dir: Path, events: EventLog, socket: Path, *,
-                 clock: Clock | None = None, period_s: float = PERIOD_S):
+                 replicas_dir: Path, events: EventLog, socket: Path | None, *,
+                 metrics_port: int | None = None, clock: Clock | None = None,
+                 period_s: float = PERIOD_S):
         from kubernetes import client
 
         self.api = api
@@ -122,6 +126,7 @@ class PodObserver(StartStop):
         self.replicas_dir = replicas_dir
         self.events = events
         self.socket = socket
+        self.metrics_port = metrics_port
         self.clock = clock or RealClock()
         self.period_s = period_s
         self.errors = 0
@@ -153,9 +158,13 @@ class PodObserver(StartStop):
         """Send ``signum`` to the replica's container through containerd.
 
         Raises:
-            ValueError: no running container for ``replica_id``.
+            ValueError: no running container for ``replica_id``, or no containerd socket (a
+                cluster's node).
             RuntimeError: ctr failed (its message).
         """
+        if self.socket is None:
+            raise ValueError(f"{replica_id}: its container is on a cluster node, not signalled "
+                             "from here")
         record = self.by_replica_id(replica_id)
         if record is None or record.container_id is None:
             raise ValueError(f"{replica_id}: no container")
@@ -248,7 +257,9 @@ class PodObserver(StartStop):
                 self._stopped(record, end, None)
             else:
                 self._exited(record, cid, end)
-        if record.metrics_port is None and record.running:
+        if record.metrics_port is None and record.running and self.metrics_port is not None:
+            record.metrics_port = self.metrics_port
+        elif record.metrics_port is None and record.running:
             record.metrics_port = _read_port(self.replicas_dir / record.replica_id / PORT_FILE)
         ready = _condition(pod, "Ready")
         if (ready and ready.get("status") == "True" and record.ready_s is None

@@ -128,3 +128,34 @@ def kubelet_deployment(body: dict[str, Any], *, image: str, run_root: Path, repl
             requests["cpu"] = f"{share}m"
         container["volumeMounts"] = [{"name": "run", "mountPath": str(run_root)}]
     return doc, notes
+
+
+def cluster_deployment(body: dict[str, Any], *, image: str) -> tuple[dict[str, Any], list[str]]:
+    """The run's Deployment as a ``--kubeconfig`` cluster with kubelets runs it.
+
+    The consumer container (the first, as :func:`~pytest_lagscale.platform.kubernetes.
+    deployment_object` chose it) runs ``image`` (``--replica-image``) with the manifest's pull
+    policy, and ``hostPath`` volumes are dropped with their mounts: they name paths on the
+    cluster's machines, and the run's record of what was processed is the output topic there
+    (:mod:`pytest_lagscale.config.cluster_consumer`). No service-account token is mounted
+    unless the manifest sets ``automountServiceAccountToken``. Ports, probes, grace period and requests
+    stay as written: the pods have addresses of their own. Pure: returns (a copy, notes).
+    """
+    doc = copy.deepcopy(body)
+    spec = doc["spec"]["template"]["spec"]
+    consumer = spec["containers"][0]
+    notes = [f"{consumer['name']}: image {consumer.get('image')} -> {image} (--replica-image)"]
+    consumer["image"] = image
+    if "automountServiceAccountToken" not in spec:
+        spec["automountServiceAccountToken"] = False
+        notes.append("no service-account token (the consumer never calls the API; set "
+                     "automountServiceAccountToken in the manifest to have one)")
+    host_paths = {v["name"] for v in spec.get("volumes") or [] if "hostPath" in v}
+    if host_paths:
+        spec["volumes"] = [v for v in spec["volumes"] if v["name"] not in host_paths]
+        for container in spec["containers"]:
+            mounts = container.get("volumeMounts") or []
+            container["volumeMounts"] = [m for m in mounts if m["name"] not in host_paths]
+        notes.append(f"hostPath volumes dropped ({', '.join(sorted(host_paths))}): paths on the "
+                     "cluster's machines; the output topic is the run's record")
+    return doc, notes

@@ -2,15 +2,12 @@
 
 :class:`KubernetesDeployment` is the :class:`~.base.Platform` of a run on Kubernetes. It starts
 the local control plane (:class:`~pytest_lagscale.kube.control_plane.ControlPlane`: etcd,
-kube-apiserver, kube-controller-manager with the HPA controller at the ScaledObject's
-``lagscale.dev/hpa-*`` timing, the KEDA operator and metrics adapter, built by
-``scripts/bootstrap --with-kube``) in ``<run_dir>/kube/``, applies the committed consumer
-Deployment (``k8s/consumer-deployment*.yaml``) with the run's replica command line, and runs the
-node agent (:class:`~pytest_lagscale.kube.node_agent.NodeAgent`) that turns its pods into
-replica processes. ``scale(n)`` patches ``spec.replicas`` (the deploy phase only; afterwards
-the HPA owns it); the replica counts are the Deployment's ``spec.replicas``,
-``status.replicas`` and ``status.readyReplicas``, read every 0.2 s by a poller that also keeps
-their series (``deployment_status`` events when they change).
+kube-apiserver, kube-controller-manager at the ScaledObject's ``lagscale.dev/hpa-*`` timing,
+KEDA; built by ``scripts/bootstrap --with-kube``) in ``<run_dir>/kube/``, applies the committed
+consumer Deployment with the run's command line, and has its pods run by the kubelet node
+(``--node kubelet``: :class:`~pytest_lagscale.kube.kubelet_node.KubeletNode`) or the node agent
+(``--node process``). ``scale(n)`` patches ``spec.replicas`` (the deploy phase only); the
+replica counts are the Deployment's, read every 0.2 s (``deployment_status`` events).
 
 With ``--kubeconfig PATH`` (the run's ``settings.kubeconfig``) no control plane is started:
 the run goes to the cluster of that kubeconfig (``lagscale kube up`` keeps one running), in a
@@ -18,7 +15,9 @@ namespace of its own (``lagscale-<run id>``), after :func:`~pytest_lagscale.kube
 checked KEDA and that no kubelet would take the pods; on every exit path the run's objects are
 deleted and the cluster keeps running. No metrics tap sits in front of that cluster's KEDA
 adapter, so the HPA's reads are its ``status.currentMetrics`` and the shadow's verdict is not
-computed.
+computed. With ``--replica-image REF`` too, the cluster's own kubelets run the pods (node
+``cluster``; docs/kubernetes.md "Clusters with kubelets"): the image ``REF``, the consumer
+measured from the broker, metrics through the apiserver's pod proxy.
 
 The autoscale phase's part on this platform is :class:`~.kube_autoscaler.KubeAutoscaler`
 (the ScaledObject applied, the real HPA observed). :meth:`KubernetesDeployment.run_info` adds
@@ -43,6 +42,7 @@ from ..contract.rundir import REPLICA_EVENT_LOG, RunDir
 from ..contract.errors import ConfigError, ReplicaError
 from ..contract.eventlog import EventLog
 from ..lifecycle import StartStop
+from ..kube.kubelet_node import kubelet_node_problems
 from ..kube.policy import NAMESPACE, check_policy, hpa_timing
 
 POLL_S = 0.2
@@ -153,6 +153,9 @@ class KubernetesDeployment(StartStop):
         self.observer: Any = None
         self.node_info: dict[str, Any] = {}
         self.max_replicas = 1
+        self.replica_image: str | None = None
+        self.metrics_port: int | None = None
+        self.relay: Any = None
 
     def use_group_membership(self, members: Any) -> None:
         """A command consumer without a readinessProbe: its pods are ready by group membership
@@ -181,7 +184,13 @@ class KubernetesDeployment(StartStop):
 
             from ..kube.cluster import preflight
 
-            preflight(config.new_client_from_config(config_file=str(kubeconfig)))
+            from ..kube.cluster import run_namespace
+            from ..process import run_id
+
+            image = getattr(plan.settings, "replica_image", None)
+            preflight(config.new_client_from_config(config_file=str(kubeconfig)),
+                      replica_image=image, bootstrap=plan.settings.kafka_bootstrap,
+                      probe_namespace=f"{run_namespace(run_id())}-probe" if image else None)
             return
         reason = build.missing_reason()
         if reason is not None:
@@ -203,6 +212,11 @@ class KubernetesDeployment(StartStop):
         self.max_replicas = int(getattr(plan, "replica_range", (1, 1))[1])
         if self.kubeconfig is not None:
             self.namespace = run_namespace(run_id())
+        self.replica_image = getattr(plan.settings, "replica_image", None)
+        readiness = getattr(plan.deployment, "readiness", None)
+        command = getattr(plan.deployment, "command", None)
+        self.metrics_port = (getattr(readiness, "port", None)
+                             or getattr(command, "port", None))
 
     def start(self) -> "KubernetesDeployment":
         from kubernetes import config
@@ -219,7 +233,7 @@ class KubernetesDeployment(StartStop):
             from ..process import run_id
 
             self.api = config.new_client_from_config(config_file=str(self.kubeconfig))
-            self.cluster = preflight(self.api)
+            self.cluster = preflight(self.api, replica_image=self.replica_image)
             create_namespace(self.api, self.namespace, run_id())
             self.events.emit("cluster_ready", server=self.cluster.server,
                              version=self.cluster.version, namespace=self.namespace)
@@ -248,17 +262,29 @@ class KubernetesDeployment(StartStop):
                                  kind=getattr(self.template, "kind", "replica"))
         if self.node_kind == "kubelet":
             body = self._start_kubelet_node(body)
+        elif self.node_kind == "cluster":
+            from ..kube.pod_proxy import PodProxyRelay
+            from ..kube.pod_template import cluster_deployment
+
+            body, notes = cluster_deployment(body, image=str(self.replica_image))
+            self.relay = PodProxyRelay(self.api, self.namespace).start()
+            self.node_info = {"image": self.replica_image, "rewrites": notes,
+                              "nodes_ready": self.cluster.nodes_ready,
+                              "metrics": f"through the apiserver's pod proxy (relay "
+                                         f"{self.relay.address}, port {self.metrics_port})"}
         self.name = body["metadata"]["name"]
         selector = body["spec"]["selector"]["matchLabels"]
         from kubernetes import client
 
         client.AppsV1Api(self.api).create_namespaced_deployment(self.namespace, body)
-        if self.node_kind == "kubelet":
+        if self.node_kind in ("kubelet", "cluster"):
             from ..kube.pod_observer import PodObserver
 
-            self.observer = PodObserver(self.api, self.namespace, selector,
-                                        self.layout.replicas_dir, self.events,
-                                        self.node.layout.socket, clock=self.clock).start()
+            self.observer = PodObserver(
+                self.api, self.namespace, selector, self.layout.replicas_dir, self.events,
+                self.node.layout.socket if self.node is not None else None,
+                metrics_port=self.metrics_port if self.node is None else None,
+                clock=self.clock).start()
         else:
             self.agent = NodeAgent(self.api, self.namespace, selector, self.layout, self.events,
                                    clock=self.clock, graceful=self.graceful, image_env=image_env)
@@ -330,11 +356,19 @@ class KubernetesDeployment(StartStop):
             self.agent.stop(timeout_s)
         if self.node is not None:
             self._stop_kubelet_node(timeout_s)
+        elif self.observer is not None and "pods" not in self.node_info:  # a cluster's kubelets
+            self._delete_pods(timeout_s)
+            self.node_info["pods"] = self.observer.pods()
+        if self.relay is not None:
+            self.node_info["relay"] = {"forwarded_total": self.relay.forwarded_total,
+                                       "failed_total": self.relay.failed_total}
+            self.relay.stop()
+            self.relay = None
         if self.control_plane is not None:
             self.control_plane.stop()
         elif self.cluster is not None and not self._cleaned:
             self._cleaned = True
-            self.cleanup_errors = delete_run_objects(self.api, self.namespace)
+            self.cleanup_errors += delete_run_objects(self.api, self.namespace)
             self.events.emit("cluster_cleanup", namespace=self.namespace,
                              server=self.cluster.server, errors=self.cleanup_errors)
         self.events.close()
@@ -342,10 +376,7 @@ class KubernetesDeployment(StartStop):
     def _stop_kubelet_node(self, timeout_s: float | None) -> None:
         """Delete the Deployment (its pods get the kubelet's SIGTERM and grace period), wait
         for the pods to go, read the kubelet's pod start SLI, stop the node."""
-        from kubernetes import client
-
         from ..kube.kubelet_node import histogram
-        from ..wait import poll_until
 
         node, self.node = self.node, None
         try:
@@ -354,23 +385,34 @@ class KubernetesDeployment(StartStop):
                 for name in POD_START_METRICS}
         except Exception as exc:  # recorded: the run's JSON says it is missing
             self.node_info["metrics"] = {"error": f"{type(exc).__name__}: {exc}"}
-        if self.observer is not None and self.name:
-            grace = float(getattr(self.template, "termination_grace_period_s", 30.0))
-            wait_s = grace + 10.0 if timeout_s is None else timeout_s
-            try:
-                client.AppsV1Api(self.api).delete_namespaced_deployment(
-                    self.name, self.namespace, propagation_policy="Foreground")
-                if not poll_until(lambda: self.observer.live_pod_count() == 0, wait_s,
-                                  clock=self.clock):
-                    self.cleanup_errors.append(f"pods still running {wait_s:.0f} s after "
-                                               "the Deployment's deletion; the node removes them")
-            except Exception as exc:  # the node's stop removes every container regardless
-                self.cleanup_errors.append(f"{type(exc).__name__}: {exc}")
-            self.observer.stop()
+        self._delete_pods(timeout_s)
         self.node_info["pods"] = [] if self.observer is None else self.observer.pods()
         self.node_info["stop"] = node.stop()
         self.events.emit("kubelet_node_stopped", outcomes=self.node_info["stop"],
                          errors=self.cleanup_errors)
+
+    def _delete_pods(self, timeout_s: float | None) -> None:
+        """Delete the Deployment (Foreground: its pods get the kubelet's SIGTERM and grace
+        period), wait until the observer sees no pod left (grace + 10 s, or ``timeout_s``),
+        then stop the observer; what did not go is kept in ``cleanup_errors``."""
+        from kubernetes import client
+
+        from ..wait import poll_until
+
+        if self.observer is None or not self.name:
+            return
+        grace = float(getattr(self.template, "termination_grace_period_s", 30.0))
+        wait_s = grace + 10.0 if timeout_s is None else timeout_s
+        try:
+            client.AppsV1Api(self.api).delete_namespaced_deployment(
+                self.name, self.namespace, propagation_policy="Foreground")
+            if not poll_until(lambda: self.observer.live_pod_count() == 0, wait_s,
+                              clock=self.clock):
+                self.cleanup_errors.append(f"pods still running {wait_s:.0f} s after the "
+                                           "Deployment's deletion; the node removes them")
+        except Exception as exc:  # the node's stop (or the namespace's deletion) follows
+            self.cleanup_errors.append(f"{type(exc).__name__}: {exc}")
+        self.observer.stop()
 
     # -- the Platform members ----------------------------------------------------------------
     @property
@@ -412,13 +454,26 @@ class KubernetesDeployment(StartStop):
         return [f"127.0.0.1:{r.metrics_port}" for r in self.replicas()
                 if r.metrics_port is not None]
 
+    def metrics_target_groups(self) -> list[dict[str, Any]] | None:
+        """Prometheus target groups of a cluster's pods, scraped through the apiserver's pod
+        proxy (:func:`~pytest_lagscale.kube.pod_proxy.target_groups`); None elsewhere (the
+        runner uses :meth:`metrics_targets`)."""
+        if self.relay is None or self.metrics_port is None:
+            return None
+        from ..kube.pod_proxy import target_groups
+
+        return target_groups(self.relay.address, self.namespace,
+                             [r.replica_id for r in self.replicas()], self.metrics_port)
+
     def wait_ready(self, n: int, within_s: float) -> float:
         started = self.clock.now()
         while self.ready_replicas < n:
             if self.clock.now() - started > within_s:
+                where = (f"kubectl --kubeconfig {self.kubeconfig} -n {self.namespace} describe "
+                         "pods" if self.node_kind == "cluster" else
+                         f"{self.layout.root}/replicas/*/ and {self.layout.root}/kube/*.log")
                 raise ReplicaError(f"{self.name}: {self.ready_replicas} of {n} pods ready after "
-                                   f"{within_s:.0f} s; see {self.layout.root}/replicas/*/ and "
-                                   f"{self.layout.root}/kube/*.log")
+                                   f"{within_s:.0f} s; see {where}")
             self.clock.sleep(0.2)
         return self.clock.now() - started
 
@@ -433,6 +488,9 @@ class KubernetesDeployment(StartStop):
         Raises:
             ConfigError: ``replica_id`` is not a live replica (the live ones named).
         """
+        if self.node_kind == "cluster":
+            raise ConfigError(f"kill_replica: {replica_id!r} is a pod on the cluster's nodes "
+                              "(--replica-image), which the harness does not signal")
         source = self.observer if self.observer is not None else self.agent
         pod = None if source is None else source.by_replica_id(replica_id)
         if pod is None or pod.terminating or pod not in self.replicas():
@@ -466,6 +524,8 @@ class KubernetesDeployment(StartStop):
             "versions": self.versions,
             "cluster": None if self.kubeconfig is None else {
                 "kubeconfig": str(self.kubeconfig), "namespace": self.namespace,
+                "replica_image": self.replica_image,
+                "nodes_ready": getattr(self.cluster, "nodes_ready", None),
                 "server_version": getattr(self.cluster, "version", None),
                 "hpa_timing": "assumed from the ScaledObject's lagscale.dev/hpa-* annotations: "
                               "the cluster's kube-controller-manager flags are not visible"},
@@ -474,7 +534,8 @@ class KubernetesDeployment(StartStop):
                 "sync_period_s": timing.sync_period_s, "tolerance": timing.tolerance,
                 "downscale_stabilization_s": timing.downscale_stabilization_s},
             "node": self.node_kind,
-            "kubelet_node": self.node_info or None,
+            "kubelet_node": self.node_info or None if self.node_kind == "kubelet" else None,
+            "cluster_pods": self.node_info or None if self.node_kind == "cluster" else None,
             "node_agent_errors": getattr(self.agent, "errors", None)}
         if self.control_plane is None:
             info["conformance"] = {"error": "not computed: the shadow needs the metrics tap, "
@@ -529,35 +590,15 @@ class KubernetesDeployment(StartStop):
 def node_kind(plan: Any) -> str:
     """``kubelet`` or ``process``: the plan's ``--node``; without one, ``kubelet`` for the
     replica program and ``process`` for a command consumer (its program is built on this host,
-    not in the replica image: docs/byo-consumer.md); always ``process`` with ``--kubeconfig``
-    (that cluster's pods are run by the node agent here)."""
+    not in the replica image: docs/byo-consumer.md); with ``--kubeconfig``, ``cluster`` when
+    ``--replica-image`` is given (the cluster's kubelets run the pods), else ``process`` (the
+    node agent runs that cluster's pods here)."""
     if getattr(plan.settings, "kubeconfig", None):
-        return "process"
+        return "cluster" if getattr(plan.settings, "replica_image", None) else "process"
     chosen = getattr(plan.settings, "node", None)
     if chosen:
         return chosen
     return "process" if getattr(plan.deployment, "command", None) is not None else "kubelet"
-
-
-def kubelet_node_problems() -> list[str]:
-    """Why ``--node kubelet`` cannot run on this machine, one line each ([] when it can): the
-    node's binaries, containerd, runc, root, the replica image's base (each names
-    ``scripts/bootstrap --with-kube``)."""
-    import shutil
-
-    from ..kube import build, pins, replica_image
-
-    problems = []
-    reason = build.missing_reason(components=pins.NODE)
-    if reason is not None:
-        problems.append(reason)
-    for tool in ("containerd", "runc"):
-        if shutil.which(tool) is None:
-            problems.append(f"{tool!r} not found on PATH; run {build.BOOTSTRAP_COMMAND}")
-    reason = replica_image.missing_reason()
-    if reason is not None:
-        problems.append(reason)
-    return problems
 
 
 def _check_kubelet_node(plan: Any) -> None:

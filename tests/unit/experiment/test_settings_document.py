@@ -18,7 +18,7 @@ from pytest_lagscale.report.benchjson import (BenchmarkRun, Inputs, build_docume
 #: Every field away from its default, so a field the document drops fails the test.
 EVERY_OPTION = RunSettings(
     profile="fixtures/profiles/x.yaml", scale="full", policy="hpa-cpu", scaled_object="so.yaml",
-    deployment="consumer-deployment", platform="kubernetes", kubeconfig="/tmp/kubeconfig", node="process",
+    deployment="consumer-deployment", platform="kubernetes", kubeconfig="/tmp/kubeconfig", replica_image="r/img:1", node="process",
     kafka="external", kafka_bootstrap="broker:9092",
     kafka_config={"security.protocol": "SASL_SSL"}, lag_threshold=750, balancer="range",
     partitions=12, engine="spark-connect", trigger_interval_s=2.5,

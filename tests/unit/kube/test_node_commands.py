@@ -72,3 +72,19 @@ def test_the_kubelets_identity_is_its_node_in_system_nodes_and_masters() -> None
     spec = {s.stem: s for s in certs.leaf_specs()}["kubelet"]
     assert spec.common_name == f"system:node:{certs.NODE_NAME}"
     assert set(spec.organizations) == {"system:nodes", "system:masters"}
+
+
+def test_the_bridge_network_gives_pods_addresses_on_the_gateway_subnet(tmp_path) -> None:
+    conf = nc.cni_conflist("bridge", tmp_path / "ipam")
+    (plugin,) = conf["plugins"]
+    assert plugin["type"] == "bridge" and plugin["bridge"] == nc.BRIDGE_NAME
+    assert plugin["isGateway"] is True and plugin["ipMasq"] is False
+    assert plugin["ipam"] == {"type": "host-local", "dataDir": str(tmp_path / "ipam"),
+                              "ranges": [[{"subnet": nc.BRIDGE_SUBNET,
+                                           "gateway": nc.BRIDGE_GATEWAY}]]}
+
+
+@pytest.mark.parametrize("network, ipam", [("flannel", None), ("bridge", None)])
+def test_an_unknown_network_or_a_bridge_without_its_ipam_dir_is_refused(network, ipam) -> None:
+    with pytest.raises(ValueError, match="pod network"):
+        nc.cni_conflist(network, ipam)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_lagscale.kube.pod_template import PORT_FILE, kubelet_deployment, millicores
+from pytest_lagscale.kube.pod_template import (PORT_FILE, cluster_deployment,
+                                                 kubelet_deployment, millicores)
 from pytest_lagscale.platform.kubernetes import deployment_object
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -129,3 +130,23 @@ def test_a_cpu_request_that_fits_the_node_at_max_replicas_is_kept() -> None:
                                                 (1, 1000)])
 def test_cpu_quantities_read_in_millicores(quantity, expected) -> None:
     assert millicores(quantity) == expected
+
+
+def test_on_a_cluster_the_consumer_runs_the_given_image_without_host_paths() -> None:
+    body = _body()
+    doc, notes = cluster_deployment(body, image="registry.example/lagscale-replica:0.1.0")
+    spec = doc["spec"]["template"]["spec"]
+    consumer = spec["containers"][0]
+    assert consumer["image"] == "registry.example/lagscale-replica:0.1.0"
+    assert consumer["imagePullPolicy"] == "IfNotPresent"  # the manifest's
+    assert spec["volumes"] == [] and consumer["volumeMounts"] == []
+    assert consumer["ports"] == [{"name": "metrics", "containerPort": 9400}]
+    assert consumer["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "metrics"}
+    assert "hostNetwork" not in spec and spec["automountServiceAccountToken"] is False
+    assert notes == ["consumer: image pytest-lagscale/spark-consumer:0.1.0 -> "
+                     "registry.example/lagscale-replica:0.1.0 (--replica-image)",
+                     "no service-account token (the consumer never calls the API; set "
+                     "automountServiceAccountToken in the manifest to have one)",
+                     "hostPath volumes dropped (store): paths on the cluster's machines; the "
+                     "output topic is the run's record"]
+    assert body["spec"]["template"]["spec"]["volumes"]  # the input is not changed

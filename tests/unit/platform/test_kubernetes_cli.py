@@ -87,3 +87,21 @@ def test_kube_up_without_the_built_control_plane_names_the_bootstrap_command(tmp
     assert "lagscale kube up: control-plane binaries not built" in result.output
     assert "scripts/bootstrap --with-kube" in result.output
     assert not (tmp_path / "k").exists()
+
+
+def test_replica_image_without_a_kubeconfig_or_an_external_broker_names_both(
+        tmp_path: Path) -> None:
+    result = _run(tmp_path, "--replica-image", "registry.example/lagscale-replica:0.1.0")
+    assert result.exit_code == 2, result.output
+    assert ("--replica-image is for a --kubeconfig cluster with kubelets; add --kubeconfig "
+            "PATH") in result.output
+    assert ("--replica-image: the cluster's pods need a broker they reach; add --kafka "
+            "external --kafka-bootstrap HOST:PORT") in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_replica_image_reference_with_whitespace_is_refused(tmp_path: Path) -> None:
+    result = _run(tmp_path, "--replica-image", "a b")
+    assert result.exit_code == 2, result.output
+    assert "--replica-image: 'a b' is not an image reference" in result.output

@@ -10,8 +10,9 @@ from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.platform import kubernetes as k
 
 
-def _plan(node=None, kubeconfig=None, command=None):
-    return SimpleNamespace(settings=SimpleNamespace(node=node, kubeconfig=kubeconfig),
+def _plan(node=None, kubeconfig=None, command=None, replica_image=None):
+    return SimpleNamespace(settings=SimpleNamespace(node=node, kubeconfig=kubeconfig,
+                                                    replica_image=replica_image),
                            deployment=SimpleNamespace(command=command))
 
 
@@ -21,6 +22,7 @@ def _plan(node=None, kubeconfig=None, command=None):
     (_plan(node="process"), "process"),
     (_plan(node="kubelet", command=("x",)), "kubelet"),
     (_plan(node="kubelet", kubeconfig="/k"), "process"),
+    (_plan(kubeconfig="/k", replica_image="r/lagscale-replica:1"), "cluster"),
 ])
 def test_the_node_is_the_options_else_kubelet_for_the_replica_program(plan, expected) -> None:
     assert k.node_kind(plan) == expected
