@@ -18,7 +18,7 @@ import dataclasses
 from types import MappingProxyType
 
 from .deployment import OUTPUT_TOPIC_ENV, CommandConsumer, DeploymentConfig
-from .replica_args import program_end
+from .replica_args import program_end, without_flags
 
 #: The replica program's flags the cluster form sets (a given value is replaced).
 REPLACED_FLAGS = ("--bootstrap", "--topic", "--group", "--sink", "--output-topic",
@@ -41,23 +41,11 @@ def cluster_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
 '--group=$(KAFKA_GROUP)', '--sink=topic', '--output-topic=$(KAFKA_OUTPUT_TOPIC)', \
 '--metrics-host=0.0.0.0')
     """
-    end = program_end(argv)
-    if end is None:
+    if program_end(argv) is None:
         raise ValueError(f"{' '.join(argv)!r} does not run spark_consumer")
-    kept: list[str] = []
-    skip = False
-    for token in argv[end:]:
-        if skip:
-            skip = False
-            continue
-        name = token.split("=", 1)[0]
-        if name in REPLACED_FLAGS:
-            skip = "=" not in token
-            continue
-        kept.append(token)
-    return (*argv[:end], *kept, "--bootstrap=$(KAFKA_BOOTSTRAP)", "--topic=$(KAFKA_TOPIC)",
-            "--group=$(KAFKA_GROUP)", "--sink=topic", f"--output-topic=$({OUTPUT_TOPIC_ENV})",
-            "--metrics-host=0.0.0.0")
+    return (*without_flags(argv, REPLACED_FLAGS), "--bootstrap=$(KAFKA_BOOTSTRAP)",
+            "--topic=$(KAFKA_TOPIC)", "--group=$(KAFKA_GROUP)", "--sink=topic",
+            f"--output-topic=$({OUTPUT_TOPIC_ENV})", "--metrics-host=0.0.0.0")
 
 
 def as_cluster_consumer(deployment: DeploymentConfig) -> DeploymentConfig:

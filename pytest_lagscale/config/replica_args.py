@@ -10,7 +10,7 @@ reads their values); a text value holding an unexpanded ``$(VAR)`` is left for K
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -149,6 +149,29 @@ def _split_flags(argv: Sequence[str], path: str, p: Problems) -> dict[str, str] 
         flags[name] = value
         i += 1
     return flags
+
+
+def without_flags(argv: Sequence[str], flags: Iterable[str]) -> tuple[str, ...]:
+    """``argv`` without the replica program's ``flags`` after the program (both the
+    ``--flag=value`` and the ``--flag value`` forms); the program and what precedes it kept.
+
+    Example:
+        >>> without_flags(("python", "-m", "spark_consumer", "--a=1", "--b", "2", "--c=3"),
+        ...               ("--a", "--b"))
+        ('python', '-m', 'spark_consumer', '--c=3')
+    """
+    names = set(flags)
+    end = program_end(argv) or len(argv)
+    kept, skip = list(argv[:end]), False
+    for arg in argv[end:]:
+        if skip:
+            skip = False
+            continue
+        if arg.split("=", 1)[0] in names:
+            skip = "=" not in arg
+            continue
+        kept.append(arg)
+    return tuple(kept)
 
 
 def program_end(argv: Sequence[str]) -> int | None:

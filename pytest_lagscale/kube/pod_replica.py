@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from ..config.deployment import LOCAL_PORT_ANNOTATION, HttpProbe, container_probe
-from ..config.replica_args import program_end
+from ..config.replica_args import program_end, without_flags
 from ..contract.flags import PLATFORM_FLAGS
 from ..contract.errors import ConfigError
 
@@ -205,18 +205,8 @@ def replica_argv(spec: ReplicaSpec, platform_flags: Mapping[str, str]) -> tuple[
     unknown = sorted(set(platform_flags) - set(PLATFORM_FLAGS))
     if unknown:
         raise ConfigError(f"platform flags {unknown!r}: not in {', '.join(PLATFORM_FLAGS)}")
-    end = program_end(spec.argv) or len(spec.argv)
-    kept, skip = list(spec.argv[:end]), False
-    for arg in spec.argv[end:]:
-        if skip:
-            skip = False
-            continue
-        key = arg.split("=", 1)[0]
-        if key in platform_flags:
-            skip = "=" not in arg
-            continue
-        kept.append(arg)
-    return tuple(kept) + tuple(f"{k}={v}" for k, v in platform_flags.items())
+    return (without_flags(spec.argv, platform_flags)
+            + tuple(f"{k}={v}" for k, v in platform_flags.items()))
 
 
 # --- what the agent sends to the apiserver ------------------------------------------------------
