@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -60,6 +61,36 @@ def base_recipe() -> bytes:
     trainer = ROOT / "spark_consumer" / "engine" / "cds.py"
     return (repr((SUITE, PACKAGES, VENV)).encode() + inspect.getsource(build_base_rootfs).encode()
             + trainer.read_bytes())
+
+
+#: ``<cache>/images/<this>``: the source stamp of the archive last built or found
+#: (:func:`source_stamp`), so an unchanged tree skips ``pip wheel`` (about 5 s).
+STAMP_FILE = "replica-source-stamp.json"
+
+
+def source_stamp() -> str | None:
+    """The first 16 hex digits of a SHA-256 over the base recipe, ``pyproject.toml`` and every
+    file of the two packages (``pytest_lagscale``, ``spark_consumer``; byte caches left out):
+    what the image's wheels are built from. None outside a source tree (no pyproject.toml)."""
+    pyproject = ROOT / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    h = hashlib.sha256(base_recipe() + pyproject.read_bytes())
+    for package in ("pytest_lagscale", "spark_consumer"):
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _stamped_archive(images: Path, stamp: str | None) -> Path | None:
+    """The archive recorded for ``stamp`` if it is still there."""
+    try:
+        recorded = json.loads((images / STAMP_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    archive = images / str(recorded.get("archive", ""))
+    return archive if stamp and recorded.get("stamp") == stamp and archive.is_file() else None
 
 
 def image_ref(version: str) -> str:
@@ -250,6 +281,11 @@ def build(mirror: str = DEFAULT_MIRROR, cache: Path | None = None, out=sys.stder
     images = (cache or cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     log_path = images / "replica-build.log"
+    stamp = source_stamp()
+    known = _stamped_archive(images, stamp)
+    if known is not None:
+        print(f"build-replica-image: present (source unchanged): {known}", file=out)
+        return known
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lagscale-replica-", dir=images) as tmp, \
             open(log_path, "w") as log:
@@ -260,6 +296,7 @@ def build(mirror: str = DEFAULT_MIRROR, cache: Path | None = None, out=sys.stder
         archive = images / f"replica-{base_key}-{top_key}.tar"
         if archive.exists():
             print(f"build-replica-image: present: {archive}", file=out)
+            _write_stamp(images, stamp, archive)
             return archive
         base_dir = images / f"replica-base-{base_key}"
         base_tag = f"base-{base_key}"
@@ -281,9 +318,15 @@ def build(mirror: str = DEFAULT_MIRROR, cache: Path | None = None, out=sys.stder
     for stale in images.glob("replica-base-*"):
         if stale.is_dir() and stale != base_dir:
             shutil.rmtree(stale, ignore_errors=True)
+    _write_stamp(images, stamp, archive)
     print(f"build-replica-image: built {archive} ({archive.stat().st_size / 2**20:.0f} MiB) in "
           f"{time.monotonic() - started:.0f} s; log {log_path}", file=out)
     return archive
+
+
+def _write_stamp(images: Path, stamp: str | None, archive: Path) -> None:
+    if stamp is not None:
+        (images / STAMP_FILE).write_text(json.dumps({"stamp": stamp, "archive": archive.name}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

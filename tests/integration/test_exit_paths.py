@@ -162,16 +162,33 @@ def node_leftovers(rid: str) -> list[str]:
     return left
 
 
-@pytest.mark.parametrize("node", ["process", pytest.param(
-    "kubelet", marks=pytest.mark.xdist_group("kube-platform"))])
+_KUBELET = pytest.mark.xdist_group("kube-platform")
+#: A clean stop's bound: the pods' drain within their grace period (30 s), then the node and
+#: the control plane.
+CLEAN_STOP_WITHIN_S = 90.0
+
+
+@pytest.mark.parametrize("node, signum", [
+    pytest.param("process", signal.SIGKILL, id="process-SIGKILL"),
+    pytest.param("kubelet", signal.SIGKILL, marks=_KUBELET, id="kubelet-SIGKILL"),
+    pytest.param("kubelet", signal.SIGTERM, marks=[_KUBELET, pytest.mark.by_hand],
+                 id="kubelet-SIGTERM"),
+    pytest.param("kubelet", signal.SIGHUP, marks=[_KUBELET, pytest.mark.by_hand],
+                 id="kubelet-SIGHUP"),
+    pytest.param("kubelet", -signal.SIGINT, marks=[_KUBELET, pytest.mark.by_hand],
+                 id="kubelet-ctrl-c"),
+])
 def test_harness_killed_on_kubernetes_leaves_no_control_plane_or_pod_process(tmp_path, rid,
-                                                                             node) -> None:
+                                                                             node,
+                                                                             signum) -> None:
     """``--platform kubernetes``: etcd, kube-apiserver, kube-controller-manager, KEDA and the
     pods die with a SIGKILLed harness. ``--node process``: the node agent's replica processes
     (parent-death signal, process groups). ``--node kubelet``: the kubelet and containerd die
     with it, the containers (owned by shims that outlive containerd) are removed by the node's
-    guardian; no mount, shim, container or cgroup of the run is left. Skipped where the control
-    plane or the kubelet node is not built."""
+    guardian; no mount, shim, container or cgroup of the run is left. SIGTERM, SIGHUP and
+    Ctrl-C (``-SIGINT``: SIGINT to the harness's process group, as a terminal sends it) are the
+    harness's own stop, which leaves the same nothing (``by_hand``: about 90 s each). Skipped
+    where the control plane or the kubelet node is not built."""
     from pytest_lagscale.kube import build
     from pytest_lagscale.platform.kubernetes import kubelet_node_problems
 
@@ -195,9 +212,14 @@ def test_harness_killed_on_kubernetes_leaves_no_control_plane_or_pod_process(tmp
                                               "keda-operator", "keda-adapter"))
         if node == "kubelet":
             assert all(part in names for part in ("kubelet", "containerd", "kube-scheduler"))
-        os.kill(harness.pid, signal.SIGKILL)
-        harness.wait(GONE_WITHIN_S)
+        if signum < 0:
+            os.killpg(harness.pid, -signum)
+        else:
+            os.kill(harness.pid, signum)
+        harness.wait(GONE_WITHIN_S if signum == signal.SIGKILL else CLEAN_STOP_WITHIN_S)
         assert_run_gone(rid, GONE_WITHIN_S)
+        if signum != signal.SIGKILL:  # a clean end: the harness removed its pid directory
+            assert not pid_dir(rid).exists(), _tail(tmp_path / "harness.log")
         if node == "kubelet":
             started = time.monotonic()
             while (left := node_leftovers(rid)) and time.monotonic() < started + GONE_WITHIN_S:
