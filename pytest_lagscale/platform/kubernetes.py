@@ -46,6 +46,9 @@ from ..kube.kubelet_node import kubelet_node_problems
 from ..kube.policy import NAMESPACE, check_policy, hpa_timing
 
 POLL_S = 0.2
+#: Seconds the Deployment may stay after its pods went (the foreground deletion's finalizer is
+#: removed by the garbage collector once the ReplicaSets are gone).
+DEPLOYMENT_GONE_S = 15.0
 #: The kubelet's pod start histograms the run records (kubernetes v1.36.3
 #: pkg/kubelet/metrics/metrics.go). The SLI one skips pods with a hostPath volume ("stateful"
 #: in pkg/kubelet/util/pod_startup_latency_tracker.go), as the run's replicas have: it stays
@@ -182,14 +185,13 @@ class KubernetesDeployment(StartStop):
         if kubeconfig:
             from kubernetes import config
 
-            from ..kube.cluster import preflight
-
-            from ..kube.cluster import run_namespace
+            from ..kube.cluster import preflight, run_namespace
             from ..process import run_id
 
             image = getattr(plan.settings, "replica_image", None)
             preflight(config.new_client_from_config(config_file=str(kubeconfig)),
-                      replica_image=image, bootstrap=plan.settings.kafka_bootstrap,
+                      replica_image=image,
+                      bootstrap=getattr(plan.settings, "kafka_bootstrap", None),
                       probe_namespace=f"{run_namespace(run_id())}-probe" if image else None)
             return
         reason = build.missing_reason()
@@ -213,8 +215,9 @@ class KubernetesDeployment(StartStop):
         if self.kubeconfig is not None:
             self.namespace = run_namespace(run_id())
         self.replica_image = getattr(plan.settings, "replica_image", None)
-        readiness = getattr(plan.deployment, "readiness", None)
-        command = getattr(plan.deployment, "command", None)
+        deployment = getattr(plan, "deployment", None)
+        readiness = getattr(deployment, "readiness", None)
+        command = getattr(deployment, "command", None)
         self.metrics_port = (getattr(readiness, "port", None)
                              or getattr(command, "port", None))
 
@@ -410,9 +413,22 @@ class KubernetesDeployment(StartStop):
                               clock=self.clock):
                 self.cleanup_errors.append(f"pods still running {wait_s:.0f} s after the "
                                            "Deployment's deletion; the node removes them")
+            elif not poll_until(self._deployment_gone, DEPLOYMENT_GONE_S, clock=self.clock):
+                self.cleanup_errors.append(f"Deployment {self.name} still there "
+                                           f"{DEPLOYMENT_GONE_S:.0f} s after its pods went "
+                                           "(the garbage collector's foreground deletion)")
         except Exception as exc:  # the node's stop (or the namespace's deletion) follows
             self.cleanup_errors.append(f"{type(exc).__name__}: {exc}")
         self.observer.stop()
+
+    def _deployment_gone(self) -> bool:
+        from kubernetes import client
+
+        try:
+            client.AppsV1Api(self.api).read_namespaced_deployment(self.name, self.namespace)
+        except client.exceptions.ApiException as exc:
+            return exc.status == 404
+        return False
 
     # -- the Platform members ----------------------------------------------------------------
     @property
