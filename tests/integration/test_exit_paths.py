@@ -187,7 +187,7 @@ def test_harness_killed_on_kubernetes_leaves_no_control_plane_or_pod_process(tmp
     with it, the containers (owned by shims that outlive containerd) are removed by the node's
     guardian; no mount, shim, container or cgroup of the run is left. SIGTERM, SIGHUP and
     Ctrl-C (``-SIGINT``: SIGINT to the harness's process group, as a terminal sends it) are the
-    harness's own stop, which leaves the same nothing (``by_hand``: about 90 s each). Skipped
+    harness's own stop, which leaves the same nothing (``by_hand``: about 30 s each). Skipped
     where the control plane or the kubelet node is not built."""
     from pytest_lagscale.kube import build
     from pytest_lagscale.platform.kubernetes import kubelet_node_problems
