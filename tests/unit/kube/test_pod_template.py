@@ -143,7 +143,7 @@ def test_on_a_cluster_the_consumer_runs_the_given_image_without_host_paths() -> 
     assert consumer["ports"] == [{"name": "metrics", "containerPort": 9400}]
     assert consumer["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "metrics"}
     assert "hostNetwork" not in spec and spec["automountServiceAccountToken"] is False
-    assert notes == ["consumer: image pytest-lagscale/spark-consumer:0.1.0 -> "
+    assert notes == ["consumer: image lagscale.local/lagscale-replica:0.1.0 -> "
                      "registry.example/lagscale-replica:0.1.0 (--replica-image)",
                      "no service-account token (the consumer never calls the API; set "
                      "automountServiceAccountToken in the manifest to have one)",
