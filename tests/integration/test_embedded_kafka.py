@@ -46,7 +46,8 @@ def test_broker_whose_port_another_broker_holds_starts_on_fresh_ports(monkeypatc
     taken = int(kafka_cluster.bootstrap_servers.rsplit(":", 1)[1])
     ports = iter([taken])
     real_free_port = embedded.free_port
-    monkeypatch.setattr(embedded, "free_port", lambda: next(ports, None) or real_free_port())
+    monkeypatch.setattr(embedded, "free_port",
+                        lambda host="127.0.0.1": next(ports, None) or real_free_port(host))
     with EmbeddedKafka() as kafka:
         assert kafka.port != taken
         assert kafka.cluster_id and kafka.cluster_id != kafka_cluster.cluster_id
