@@ -133,25 +133,12 @@ def _control_plane(where: Path, timing: object) -> object:
 def _kubelet_node(plane: object, where: Path) -> tuple[object, str]:
     """Start the kubelet node on a bridge network and import the replica image into it;
     returns (the node, the image's reference)."""
-    from importlib.metadata import version
-
     from ..kafka.embedded import free_port
     from ..process import run_id
-    from . import replica_image
     from .kubelet_node import KubeletNode
 
-    where.mkdir(parents=True, exist_ok=True)
-    with open(where / "image-build.log", "a") as log:
-        archive = replica_image.build(base=False, out=log)
     kubelet = KubeletNode(plane, run_id(), free_port=free_port, pod_network="bridge")
-    kubelet.start()
-    tag = version("pytest-lagscale")
-    try:
-        kubelet.import_image(archive, replica_image.IMAGE_NAME, tag)
-    except BaseException:
-        kubelet.stop()
-        raise
-    return kubelet, replica_image.image_ref(tag)
+    return kubelet, kubelet.start_with_image(where / "image-build.log").ref
 
 
 def _ready_for_runs(plane: object, *, with_nodes: bool = False) -> None:
@@ -162,7 +149,7 @@ def _ready_for_runs(plane: object, *, with_nodes: bool = False) -> None:
     from .cluster import preflight, record_versions
 
     api = config.new_client_from_config(config_file=plane.layout.kubeconfig("admin"))
-    preflight(api, replica_image="(checked by each run)" if with_nodes else None)
+    preflight(api, with_nodes=with_nodes)
     record_versions(api, plane.versions)
 
 

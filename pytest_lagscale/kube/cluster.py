@@ -100,7 +100,8 @@ def _keda_problems(api: Any, client: Any) -> list[str]:
 
 def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None,
               replica_image: str | None = None, bootstrap: str | None = None,
-              probe_namespace: str | None = None) -> ClusterInfo:
+              probe_namespace: str | None = None, with_nodes: bool | None = None
+              ) -> ClusterInfo:
     """Check that the cluster can host a run (module docstring).
 
     Args:
@@ -110,6 +111,8 @@ def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None,
         bootstrap: with ``replica_image``, the broker the pods must reach.
         probe_namespace: with ``replica_image`` and ``bootstrap``, the namespace of the probe
             pod (created and deleted here); None skips the probe.
+        with_nodes: whether Ready nodes are expected; None: when ``replica_image`` is given
+            (``lagscale kube up --node kubelet`` passes True before any run names an image).
         settle_s: seconds to wait for KEDA's CRD to be Established and its APIService
             Available when they exist but are not yet (kube-aggregator's availability check
             can flip to False for a moment on a loaded machine); missing ones fail at once.
@@ -140,13 +143,15 @@ def preflight(api: Any, *, settle_s: float = SETTLE_S, clock: Any = None,
     nodes = client.CoreV1Api(api).list_node().items
     ready = [n.metadata.name for n in nodes
              if _condition(api.sanitize_for_serialization(n), "Ready")]
-    if ready and replica_image is None:
+    if with_nodes is None:
+        with_nodes = replica_image is not None
+    if ready and not with_nodes:
         problems.append(f"{len(ready)} Node(s) Ready ({', '.join(ready[:3])}): a cluster with "
                         "kubelets runs the pods itself; give --replica-image REF (an image its "
                         "nodes can pull) and --kafka external --kafka-bootstrap HOST:PORT (an "
                         "address its pods reach), or use a cluster without nodes (lagscale "
                         "kube up): docs/kubernetes.md \"Clusters with kubelets\"")
-    if not ready and replica_image is not None:
+    if not ready and with_nodes:
         problems.append("--replica-image: no Node is Ready, so no kubelet would run the image; "
                         "drop --replica-image to run the pods on this machine (the node agent)")
     if (not problems and replica_image is not None and bootstrap is not None

@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +40,17 @@ from ..lifecycle import StartStop
 from ..wait import wait_ready
 from . import build, images, node_commands as nc, pins
 from .commands import Command
+
+@dataclass(frozen=True)
+class NodeImage:
+    """The replica image as :meth:`KubeletNode.start_with_image` gave it to the node: its
+    reference, the OCI archive, the build's and the import's seconds (None: already there)."""
+
+    ref: str
+    archive: Path
+    build_s: float
+    import_s: float | None
+
 
 STATE_ROOT = Path("/run/lagscale")
 HOST_LOCK = STATE_ROOT / "kubelet-node.lock"
@@ -91,14 +103,9 @@ class KubeletNode(StartStop):
     def start(self) -> "KubeletNode":
         if self.layout is not None:
             return self
-        reason = build.missing_reason(components=pins.NODE)
-        if reason is not None:
-            raise LagscaleError(f"kubelet node: {reason}")
-        for tool in ("containerd", "ctr", "runc"):
-            if shutil.which(tool) is None:
-                raise LagscaleError(f"kubelet node: {tool!r} not found on PATH; run "
-                                    f"{build.BOOTSTRAP_COMMAND} (it installs containerd and runc "
-                                    "from Debian)")
+        problems = node_tool_problems()
+        if problems:
+            raise LagscaleError(f"kubelet node: {problems[0]}")
         self._take_host()
         from . import node_guardian
 
@@ -140,6 +147,33 @@ class KubeletNode(StartStop):
             self._guardian.release()
             self._guardian = None
         return outcomes
+
+    def start_with_image(self, build_log: Path) -> NodeImage:
+        """Build (or find) the replica image (:func:`~.replica_image.build`, its output
+        appended to ``build_log``), start the node and import the image into its containerd;
+        the node is stopped again if the import fails.
+
+        Raises:
+            LagscaleError: from the build (the image's base not built: ``BaseMissing``), from
+                :meth:`start`, or from the import.
+        """
+        from importlib.metadata import version
+
+        from . import replica_image
+
+        started = self.clock.now()
+        build_log.parent.mkdir(parents=True, exist_ok=True)
+        with open(build_log, "a") as log:
+            archive = replica_image.build(base=False, out=log)
+        build_s = round(self.clock.now() - started, 3)
+        self.start()
+        tag = version("pytest-lagscale")
+        try:
+            import_s = self.import_image(archive, replica_image.IMAGE_NAME, tag)
+        except BaseException:
+            self.stop()
+            raise
+        return NodeImage(replica_image.image_ref(tag), archive, build_s, import_s)
 
     def import_image(self, archive: Path, base_name: str, tag: str) -> float | None:
         """Load an OCI archive into the node's containerd unless it has it already
@@ -429,21 +463,29 @@ def _host_free() -> Any:
     return lock
 
 
-def kubelet_node_problems() -> list[str]:
-    """Why ``--node kubelet`` cannot run on this machine, one line each ([] when it can): the
-    node's binaries, containerd, runc, root, the replica image's base (each names
-    ``scripts/bootstrap --with-kube``)."""
-    from . import replica_image
-
+def node_tool_problems() -> list[str]:
+    """What the node itself lacks, one line each ([] when nothing): the kubelet and
+    kube-scheduler binaries, containerd, ctr, runc (each names ``scripts/bootstrap
+    --with-kube``, which installs containerd and runc from Debian)."""
     problems = []
     reason = build.missing_reason(components=pins.NODE)
     if reason is not None:
         problems.append(reason)
-    for tool in ("containerd", "runc"):
+    for tool in ("containerd", "ctr", "runc"):
         if shutil.which(tool) is None:
             problems.append(f"{tool!r} not found on PATH; run {build.BOOTSTRAP_COMMAND}")
+    return problems
+
+
+def kubelet_node_problems() -> list[str]:
+    """Why ``--node kubelet`` cannot run on this machine, one line each ([] when it can):
+    :func:`node_tool_problems`, then root and the replica image's base (each names
+    ``scripts/bootstrap --with-kube``)."""
+    from . import replica_image
+
+    problems = node_tool_problems()
     reason = replica_image.missing_reason()
-    if reason is not None:
+    if reason is not None and reason not in problems:
         problems.append(reason)
     return problems
 

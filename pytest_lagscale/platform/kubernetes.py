@@ -304,22 +304,13 @@ class KubernetesDeployment(StartStop):
         containerd the replica image, and return ``body`` as the node runs it
         (:func:`~pytest_lagscale.kube.pod_template.kubelet_deployment`)."""
         from ..kafka.embedded import free_port
-        from ..kube import replica_image
         from ..kube.kubelet_node import KubeletNode
         from ..kube.pod_template import kubelet_deployment
         from ..process import run_id
-        from importlib.metadata import version
 
-        started = self.clock.now()
-        self.layout.image_build_log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.layout.image_build_log, "a") as log:
-            archive = replica_image.build(base=False, out=log)
-        build_s = round(self.clock.now() - started, 3)
-        self.node = KubeletNode(self.control_plane, run_id(), free_port=free_port,
-                                clock=self.clock).start()
-        tag = version("pytest-lagscale")
-        import_s = self.node.import_image(archive, replica_image.IMAGE_NAME, tag)
-        ref = replica_image.image_ref(tag)
+        node = KubeletNode(self.control_plane, run_id(), free_port=free_port, clock=self.clock)
+        image = node.start_with_image(self.layout.image_build_log)
+        self.node, ref = node, image.ref
         body, notes = kubelet_deployment(body, image=ref, run_root=self.layout.root,
                                          replicas_dir=self.layout.replicas_dir,
                                          store=self.layout.store,
@@ -332,8 +323,9 @@ class KubernetesDeployment(StartStop):
                          "sends SIGTERM and waits its minimum of 2 s before SIGKILL)")
         self.layout.replicas_dir.mkdir(parents=True, exist_ok=True)
         self.layout.store.mkdir(parents=True, exist_ok=True)
-        self.node_info = {"image": ref, "archive": archive.name, "image_build_s": build_s,
-                          "image_import_s": import_s, "ready_s": dict(self.node.ready_s),
+        self.node_info = {"image": ref, "archive": image.archive.name,
+                          "image_build_s": image.build_s, "image_import_s": image.import_s,
+                          "ready_s": dict(self.node.ready_s),
                           "node_ready_s": self.node.node_ready_s, "rewrites": notes}
         self.events.emit("kubelet_node_ready", **self.node_info)
         return body

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -39,9 +38,9 @@ from pytest_lagscale.kube.kubelet_node import POD_LOGS, STATE_ROOT
 from pytest_lagscale.kube.node_commands import BRIDGE_GATEWAY, BRIDGE_NAME
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment, kubelet_node_problems
 from pytest_lagscale.platform.local import template_from_deployment
-from pytest_lagscale.process import RUN_ID_ENV, reap_run
+from pytest_lagscale.process import RUN_ID_ENV
 
-from ._kube import K8S, wait_for
+from ._kube import K8S, kube_up_process, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "spike-short.yaml"
@@ -56,37 +55,15 @@ def cluster(tmp_path_factory) -> Iterator[SimpleNamespace]:
     problems = [] if reason else kubelet_node_problems()
     if reason or problems:
         pytest.skip(f"--platform kubernetes: {reason or problems[0]}")
-    tmp_path = tmp_path_factory.mktemp("kube-up-node")
     rid = f"kubeupn{uuid.uuid4().hex[:8]}"
-    log = tmp_path / "kube-up.log"
-    with open(log, "wb") as err:
-        proc = subprocess.Popen([LAGSCALE, "kube", "up", "--node", "kubelet", "--dir",
-                                 str(tmp_path / "kube")], env={**os.environ, RUN_ID_ENV: rid},
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                                text=True, start_new_session=True)
-    try:
-        said: dict[str, str] = {}
-        for line in proc.stdout:  # type: ignore[union-attr]
-            key, _, value = line.partition(": ")
-            said[key] = value.strip()
-            if key == "run on it":
-                break
-        assert "kubeconfig" in said and "replica image" in said, \
-            f"kube up --node kubelet said {said} (rc {proc.poll()}):\n{log.read_text()}"
+    with kube_up_process(tmp_path_factory.mktemp("kube-up-node"), rid, "--node", "kubelet",
+                 until="run on it", stop_within_s=90.0) as said:
+        assert "kubeconfig" in said and "replica image" in said, said
         yield SimpleNamespace(kubeconfig=Path(said["kubeconfig"]), image=said["replica image"],
                               run_id=rid, said=said)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(90) == 0, log.read_text()[-3000:]
-        assert reap_run(rid) == [], "kube up left processes of its run id behind"
-        assert not Path("/sys/class/net", BRIDGE_NAME).exists(), "the bridge was left"
-        assert not (STATE_ROOT / rid).exists(), "the node's state directory was left"
-        assert not list(POD_LOGS.glob("lagscale*_*")), "the pods' log directories were left"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
-        reap_run(rid)
+    assert not Path("/sys/class/net", BRIDGE_NAME).exists(), "the bridge was left"
+    assert not (STATE_ROOT / rid).exists(), "the node's state directory was left"
+    assert not list(POD_LOGS.glob("lagscale*_*")), "the pods' log directories were left"
 
 
 @pytest.fixture(scope="module")

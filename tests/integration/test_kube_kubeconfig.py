@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -30,9 +29,9 @@ from pytest_lagscale.config.policy import load_policy_manifest
 from pytest_lagscale.contract.eventlog import read_events
 from pytest_lagscale.kube import build
 from pytest_lagscale.platform.kubernetes import KubernetesDeployment
-from pytest_lagscale.process import RUN_ID_ENV, reap_run
+from pytest_lagscale.process import RUN_ID_ENV
 
-from ._kube import K8S, arrow_template
+from ._kube import K8S, arrow_template, kube_up_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kube-platform")]
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "spike-short.yaml"
@@ -47,32 +46,11 @@ def kube_up(tmp_path_factory) -> Iterator[tuple[Path, str]]:
     reason = build.missing_reason()
     if reason is not None:
         pytest.skip(f"--platform kubernetes: {reason}")
-    tmp_path = tmp_path_factory.mktemp("kube-up")
     rid = f"kubeup{uuid.uuid4().hex[:8]}"
-    log = tmp_path / "kube-up.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([LAGSCALE, "kube", "up", "--dir", str(tmp_path / "kube")],
-                                env={**os.environ, RUN_ID_ENV: rid}, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=out, text=True,
-                                start_new_session=True)
-    try:
-        kubeconfig = None
-        for line in proc.stdout:  # type: ignore[union-attr]
-            if line.startswith("kubeconfig: "):
-                kubeconfig = Path(line.split(": ", 1)[1].strip())
-                break
-        assert kubeconfig is not None and kubeconfig.is_file(), \
-            f"kube up printed no kubeconfig (rc {proc.poll()}):\n{log.read_text()}"
+    with kube_up_process(tmp_path_factory.mktemp("kube-up"), rid, until="kubeconfig") as said:
+        kubeconfig = Path(said["kubeconfig"])
+        assert kubeconfig.is_file(), said
         yield kubeconfig, rid
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 0, log.read_text()
-        assert reap_run(rid) == [], "kube up left processes of its run id behind"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
-        reap_run(rid)
 
 
 def _api(kubeconfig: Path):
