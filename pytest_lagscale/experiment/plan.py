@@ -148,9 +148,12 @@ def plan_run(settings: RunSettings) -> RunPlan:
     profile = load_profile(settings.profile_path(), overrides)
     policy_config = settings.policy_config()
     deployment = load_deployment(files["deployment"])
+    # the replica program's engine when it runs as a cluster's command consumer
+    cluster_engine = None
     if settings.replica_image:  # a cluster with kubelets: measured from the broker
         from ..config.cluster_consumer import as_cluster_consumer
 
+        cluster_engine = deployment.replica.engine if deployment.replica is not None else None
         deployment = as_cluster_consumer(deployment)
     actions = plan_actions((*profile.actions, *settings.actions),
                            PlanFacts(partitions=profile.partitions))
@@ -158,6 +161,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
     if deployment.replica is None:
         engine, balancer, trigger_interval_s, capacity, flag_overrides, spark_remote = \
             _command_consumer_plan(settings, deployment)
+        engine = cluster_engine or engine
     else:
         engine, balancer, trigger_interval_s, capacity, flag_overrides, spark_remote = \
             _replica_program_plan(settings, deployment.replica)
