@@ -26,12 +26,17 @@ MAX_DRAWS = 1000
 
 
 def check_simulate_options(draws: int, seed: int, engine: Optional[str],
-                           out: Path, scale: str = "ci") -> list[str]:
+                           out: Path, scale: str = "ci",
+                           settle_timeout_s: float = 300.0) -> list[str]:
     """Problem lines for the options the run settings do not check (empty when all good)."""
     from ..config.bundled import SCALES
+    from ..options import MAX_SETTLE_TIMEOUT_S
     from .params import ENGINES
 
     problems = []
+    if not 0 <= settle_timeout_s <= MAX_SETTLE_TIMEOUT_S:
+        problems.append(f"--settle-timeout: got {settle_timeout_s:g}, expected seconds in "
+                        f"[0, {MAX_SETTLE_TIMEOUT_S:g}]; give a time in the range")
     if scale not in SCALES:
         problems.append(f"--scale: got {scale!r}, expected one of {', '.join(SCALES)}; pick "
                         "one of them")
@@ -88,6 +93,15 @@ def simulate_command(
     engine: Optional[str] = typer.Option(None, "--engine", metavar="spark|arrow",
                                          help="Overrides the Deployment's engine. Default: "
                                               "the Deployment's"),
+    settle_timeout: float = typer.Option(300.0, "--settle-timeout", metavar="SECONDS",
+                                         help="After the profile ends, seconds the run waits "
+                                              "to settle (as lagscale run's), 0..7200. "
+                                              "Default: 300"),
+    prediction_file: Optional[Path] = typer.Option(
+        None, "--prediction", metavar="FILE",
+        help="Also write the pre-registration JSON of the prediction (the run's inputs, the "
+             "calibration, the commit, and the median, 5 % and 95 % of each figure) to FILE. "
+             "Default: none"),
 ) -> None:
     """Simulate a run in the calibrated twin: the median draw's measurements and run directory,
     and the distribution over the draws."""
@@ -98,11 +112,16 @@ def simulate_command(
     from ..report.summary import measurements_table
     from .run import simulate_draws, write_run_dir
 
-    problems = check_simulate_options(draws, seed, engine, out, scale)
+    problems = check_simulate_options(draws, seed, engine, out, scale, settle_timeout)
+    if prediction_file is not None and (prediction_file.is_dir()
+                                        or not prediction_file.parent.is_dir()):
+        problems.append(f"--prediction: {str(prediction_file)!r} is a directory or its parent "
+                        "does not exist; give a file path in an existing directory")
     plan, params = _plan(RunSettings(profile=profile, policy=policy,
                                      scale=scale if scale in SCALES else "ci",
                                      partitions=partitions,
-                                     engine=engine if engine and not problems else None),
+                                     engine=engine if engine and not problems else None,
+                                     settle_timeout_s=settle_timeout if not problems else 300.0),
                          problems)
     result = simulate_draws(plan, params, seed, draws)
     written = write_run_dir(result, plan, params, out)
@@ -113,6 +132,26 @@ def simulate_command(
     console.print(distribution_table(result))
     for name in ("benchmark_json", "timeline_png", "summary_md"):
         console.print(f"{name}: {written.artifacts[name]}", highlight=False, soft_wrap=True)
+    if prediction_file is not None:
+        _write_prediction(prediction_file, result, plan, params, written)
+        console.print(f"prediction: {prediction_file}", highlight=False, soft_wrap=True)
+
+
+def _write_prediction(path: Path, result: object, plan: object, params: object,
+                      written: object) -> None:
+    """The pre-registration JSON (``twin.prediction.prediction`` plus the commit and the
+    median draw's run directory)."""
+    import json
+    from datetime import datetime, timezone
+
+    from ..experiment.environment import commit_info
+    from .prediction import prediction
+
+    doc = {"kind": "lagscale twin prediction", "written_utc":
+           datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "commit": commit_info(), **prediction(result, plan, params),
+           "median_draw_run_dir": str(written.run_dir)}
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def _plan(settings: object, problems: list[str]) -> tuple[object, object]:

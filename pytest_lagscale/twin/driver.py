@@ -33,9 +33,10 @@ from typing import Any
 import pandas as pd
 
 from ..analyze.tables import TIMELINE_COLUMNS
-from ..control.hpa import PodMetric
+from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import ExternalMetric, Observation
 from ..load.schedule import Step
+from .cpu import TwinCpu
 from .external import TwinScalers
 from .pod_lag import PodLagMetric
 from .world import World
@@ -58,6 +59,7 @@ class DriveInputs:
         settle_timeout_s: most seconds to wait after the load for the run to settle.
         scaler_metadata: the run's ``bootstrapServers``, ``consumerGroup`` and ``topic``, sent
             to its own scaler in place of a ``type: external`` trigger's (:mod:`.external`).
+        switches: the run's ``switch_policy`` actions, in time order.
     """
 
     schedule: tuple[Step, ...]
@@ -66,6 +68,24 @@ class DriveInputs:
     reference_lag_threshold: int
     settle_timeout_s: float = 300.0
     scaler_metadata: tuple[tuple[str, str], ...] = ()
+    switches: tuple["PolicySwitch", ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicySwitch:
+    """A scheduled ``switch_policy`` action (``experiment/actions/switch_policy.py``).
+
+    Attributes:
+        at_s: the action's run time, seconds.
+        ref: the policy as the action names it (bundled name or path).
+        label: the action's label (``switch_policy <ref>``).
+        policy: the new policy, fresh (built by the plan with ``created_at_s = at_s``).
+    """
+
+    at_s: float
+    ref: str
+    label: str
+    policy: Any
 
 
 class _Timeline:
@@ -110,16 +130,41 @@ def _producer_events(world: World, inputs: DriveInputs) -> list[tuple[float, str
 class _Controller:
     """The autoscaler's step, as :class:`~pytest_lagscale.platform.autoscaler.LocalAutoscaler`:
     offsets for a lag policy, the run's own scaler's answers for ``type: external`` triggers
-    (:mod:`.external`), the replicas' own lag for a Pods metric (:mod:`.pod_lag`)."""
+    (:mod:`.external`), the replicas' own lag for a Pods metric (:mod:`.pod_lag`), the replicas'
+    CPU (:mod:`.cpu`, sampled at every due step when the calibration models it and the
+    Deployment requests CPU, decided on by a CPU policy); :meth:`switch` replaces the policy
+    as ``LocalAutoscaler.set_policy`` does."""
 
     def __init__(self, policy: Any, world: World, scaler_metadata: dict[str, str] | None = None):
-        self.policy, self.world = policy, world
+        self.world, self.scaler_metadata = world, scaler_metadata
         self.desired = world.spec_replicas
         self.decisions = 0
+        p = world.params
+        self.cpu = TwinCpu(p.cpu_idle_millicores, p.cpu_s_per_1000_records) \
+            if p.models_cpu else None
+        self._use(policy)
+
+    def _use(self, policy: Any) -> None:
+        self.policy = policy
         self.external_calls = tuple(getattr(policy, "external_scalers", ()))
-        self.scalers = TwinScalers(world, scaler_metadata) if self.external_calls else None
+        self.scalers = (TwinScalers(self.world, self.scaler_metadata) if self.external_calls
+                        else None)
         self.pod_metric_name = getattr(policy, "pod_metric_name", None)
-        self.pod_lag = PodLagMetric(world) if self.pod_metric_name else None
+        self.pod_lag = PodLagMetric(self.world) if self.pod_metric_name else None
+
+    def switch(self, switch: PolicySwitch, now_s: float) -> None:
+        """Run a ``switch_policy`` action at ``now_s``: the runner's ``action`` event and the
+        controller's ``policy_switched``, then the new policy decides from its next step."""
+        previous, new = self.policy, switch.policy
+        events = self.world.events
+        events.emit(now_s, "runner", "action", action="switch_policy", label=switch.label,
+                    scheduled_s=switch.at_s, started_s=round(now_s, 3), policy=switch.ref)
+        events.emit(now_s, "controller", "policy_switched", now_s=now_s,
+                    from_policy=previous.name, from_object=previous.metrics_name,
+                    to_policy=new.name, to_object=new.metrics_name,
+                    min_replicas=new.min_replicas, max_replicas=new.max_replicas,
+                    lag_threshold_records=new.lag_threshold_records)
+        self._use(new)
 
     def observe(self, k: int) -> None:
         """What runs every tick besides the policy: the scaler's sampling, the replicas'
@@ -137,6 +182,7 @@ class _Controller:
         observation = Observation(current_replicas=w.spec_replicas,
                                   offsets=w.offsets() if self.policy.needs_lag else None,
                                   status_replicas=len(live), ready_replicas=w.ready_replicas,
+                                  cpu_pods=self._cpu_pods(live, now_s),
                                   external=self._external(now_s),
                                   pod_metrics=self._pod_metrics(now_s))
         decision = self.policy.decide(observation, now_s)
@@ -153,6 +199,20 @@ class _Controller:
                               desired_replicas=step.replicas_after,
                               current_replicas=step.replicas_before)
                 w.scale(step.replicas_after, now_s)
+
+    def _cpu_pods(self, live: list, now_s: float) -> tuple[PodCpu, ...] | None:
+        if self.cpu is None:
+            return None
+        request = int(self.world.params.cpu_request_millicores)
+        usage = self.cpu.sample(live, now_s)
+        if usage:
+            self.world.events.emit(now_s, "controller", "replica_cpu",
+                                   request_millicores=request,
+                                   millicores={k: round(v, 1) for k, v in usage.items()})
+        if not self.policy.needs_cpu:
+            return None
+        return tuple(PodCpu(int(usage[r.rid]) if r.rid in usage else None, request,
+                            r.probe_ready) for r in live)
 
     def _external(self, now_s: float) -> dict[int, ExternalMetric] | None:
         if self.scalers is None:
@@ -207,6 +267,7 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     ev.emit(k0 * tick, "runner", "run_phase", phase="deploy")
     world.scale(inputs.min_replicas, k0 * tick)
     controller.desired, settled = inputs.min_replicas, False
+    switches = list(inputs.switches)
     for k in range(k0, k_end + 1):
         t = round(k * tick, 6)  # as World.tick: periodic timers stay on the grid
         if k in (k_auto, 0):
@@ -220,6 +281,8 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
         _marks_due(world, marks, t)
         world.tick(k)
         controller.observe(k)
+        while switches and switches[0].at_s <= t + 1e-9:
+            controller.switch(switches.pop(0), t)
         if k >= k_auto:
             controller.step(t)
         if k >= 0:
@@ -228,4 +291,4 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     return timeline.table(), settled
 
 
-__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "DriveInputs", "drive"]
+__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "DriveInputs", "PolicySwitch", "drive"]

@@ -21,9 +21,10 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
       exit_s: 1.09               # SIGTERM -> process gone (replica_stopped)
       round_s: {eager: 0.84, cooperative: 0.84}   # classic JoinGroup+SyncGroup round
       heartbeat_s: 1.0           # KIP-848 (balancer consumer) heartbeat interval
+    cpu: {idle_millicores: 6, cpu_s_per_1000_records: 0.033}  # optional: for CPU policies
 
 The ``optional`` keys default to what a file without them meant (constant engine time, starts
-slowed by other starts only). What comes from the run's own inputs (the Deployment: per-record
+slowed by other starts only, no CPU model). What comes from the run's own inputs (the Deployment: per-record
 time, max batch, trigger interval, readiness probe period, balancer) is filled in by
 :func:`twin_params`.
 """
@@ -46,7 +47,7 @@ ENGINES = ("spark", "arrow")
 PROTOCOLS: dict[str, str] = {"range": "eager", "roundrobin": "eager",
                              "cooperative-sticky": "cooperative", "consumer": "consumer"}
 _TOP_KEYS = ("schema_version", "engine", "machine", "source_runs", "processing", "cold_start",
-             "group")
+             "group", "cpu")
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,10 @@ class TwinParams:
         exit_s: SIGTERM -> the process is gone (``replica_stopped``), seconds.
         probe_period_s: readiness probe period, seconds.
         balancer: the replicas' ``--balancer``.
+        cpu_idle_millicores: a live replica's CPU usage with nothing to process, millicores
+            (None: the calibration has no ``cpu`` section; CPU-scaled policies are refused).
+        cpu_s_per_1000_records: CPU seconds a replica spends per 1,000 records processed.
+        cpu_request_millicores: the Deployment's CPU request, millicores (None when unset).
         source: the calibration file.
         source_runs: run directories the calibration came from.
         machine: the machine the calibration was measured on.
@@ -102,6 +107,9 @@ class TwinParams:
     engine_s_per_starting: float = 0.0
     cold_start_member_load: float = 0.0
     balancer: str = "cooperative-sticky"
+    cpu_idle_millicores: float | None = None
+    cpu_s_per_1000_records: float = 0.0
+    cpu_request_millicores: int | None = None
     source: str = ""
     source_runs: tuple[str, ...] = ()
     machine: Mapping[str, Any] = field(default_factory=dict)
@@ -120,6 +128,11 @@ class TwinParams:
     def batch_s(self, records: int, members: int = 1, starting: int = 0) -> float:
         """Seconds one batch of ``records`` takes: engine time + records x per-record time."""
         return self.engine_s(members, starting) + records * self.per_record_ms / 1000.0
+
+    @property
+    def models_cpu(self) -> bool:
+        """The calibration has a CPU model and the Deployment requests CPU."""
+        return self.cpu_idle_millicores is not None and bool(self.cpu_request_millicores)
 
     @property
     def capacity_per_s(self) -> float:
@@ -198,6 +211,7 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter", "member_load"), p)
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
                                      "round_s", "heartbeat_s"), p)
+    cpu = _section(doc, "cpu", ("idle_millicores", "cpu_s_per_1000_records"), p)
     rounds = mapping(group.get("round_s", {}), "group.round_s", p) or {}
     p.unknown_keys(rounds, "group.round_s", ("eager", "cooperative"))
     values = dict(
@@ -218,6 +232,12 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         heartbeat_s=_number(group, "heartbeat_s", "group", p, 0, 60, "s", lo_open=True),
         round_s={proto: _number(rounds, proto, "group.round_s", p, 0, 60, "s")
                  for proto in ("eager", "cooperative")})
+    if cpu:
+        values.update(
+            cpu_idle_millicores=_number(cpu, "idle_millicores", "cpu", p, 0, 64_000,
+                                        "millicores"),
+            cpu_s_per_1000_records=_number(cpu, "cpu_s_per_1000_records", "cpu", p, 0, 1000,
+                                           "CPU seconds"))
     p.raise_if_any()
     return values
 
@@ -270,7 +290,8 @@ def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | N
         per_record_ms=per_record_ms, max_batch_records=int(max_batch),
         trigger_interval_s=(replica.trigger_interval_s if trigger_interval_s is None
                             else trigger_interval_s),
-        probe_period_s=float(deployment.readiness.period_s), balancer=balancer, **values)
+        probe_period_s=float(deployment.readiness.period_s), balancer=balancer,
+        cpu_request_millicores=deployment.cpu_request_millicores, **values)
 
 
 def with_changes(params: TwinParams, **changes: Any) -> TwinParams:

@@ -26,7 +26,7 @@ from ..analyze.measure import Measurements, RunSpec, measure
 from ..analyze.tables import events_from_records
 from ..contract.errors import ConfigError
 from ..contract.rundir import SUMMARY_MD, TIMELINE_PNG, RunDir
-from .driver import DriveInputs, drive
+from .driver import DriveInputs, PolicySwitch, drive
 from .load import Production, production
 from .params import TwinParams, twin_params
 from .world import Draw, EventSink, World
@@ -83,41 +83,85 @@ class TwinDraws:
     median_draw: int = 0
 
 
+#: The scheduled actions the twin models (the others are refused by :func:`plan_of`).
+TWIN_ACTIONS = ("switch_policy",)
+
+
 def plan_of(settings_or_plan: Any) -> Any:
     """A :class:`~pytest_lagscale.experiment.plan.RunPlan` (settings are planned).
 
     Raises:
-        ConfigError: a bad input, or one the twin does not model (CPU policies, ``type:
-            external`` triggers other than the run's own persistent-lag scaler, scheduled
-            actions, static membership).
+        ConfigError: a bad input, or one the twin does not model (``type: external`` triggers
+            other than the run's own persistent-lag scaler, scheduled actions other than
+            :data:`TWIN_ACTIONS`, static membership). CPU policies are checked against the
+            calibration by :func:`params_for`.
     """
     from ..experiment.plan import RunPlan, plan_run
 
     plan = settings_or_plan if isinstance(settings_or_plan, RunPlan) else plan_run(
         settings_or_plan)
-    policy = plan.build_policy()
     problems = []
-    if policy.needs_cpu:
-        problems.append(f"--policy: {plan.policy_config.source!r} scales on CPU, which the twin "
-                        "does not model yet; use a lag policy (a ScaledObject with a kafka "
-                        "trigger)")
-    for call in getattr(policy, "external_scalers", ()):
-        if not call.local:
-            problems.append(f"--policy: {plan.policy_config.source!r} "
-                            f"spec.triggers[{call.trigger_index}] calls the external scaler "
-                            f"{call.scaler_address!r}, which the twin does not model (it runs only "
-                            "the persistent-lag scaler a run serves itself); set scalerAddress: "
-                            "'lagscale://local' or name the address in the annotation "
-                            "lagscale.dev/local-scaler-address")
-    if plan.actions:
+    for source, policy in _policies(plan):
+        for call in getattr(policy, "external_scalers", ()):
+            if not call.local:
+                problems.append(
+                    f"--policy: {source!r} spec.triggers[{call.trigger_index}] "
+                    f"calls the external scaler {call.scaler_address!r}, which the twin does "
+                    "not model (it runs only the persistent-lag scaler a run serves itself); "
+                    "set scalerAddress: 'lagscale://local' or name the address in the "
+                    "annotation lagscale.dev/local-scaler-address")
+    others = [a for a in plan.actions if a.action.name not in TWIN_ACTIONS]
+    if others:
         problems.append(f"--profile: {plan.profile.name!r} schedules actions "
-                        f"({', '.join(a.action.label() for a in plan.actions)}), which the twin "
-                        "does not model yet; use a profile without 'actions'")
+                        f"({', '.join(a.action.label() for a in others)}), which the twin "
+                        f"does not model yet (it models {', '.join(TWIN_ACTIONS)}); use a "
+                        "profile without them")
     if plan.settings.static_membership:
         problems.append("--static-membership: not modelled by the twin yet; drop it")
     if problems:
         raise ConfigError(problems)
     return plan
+
+
+def _policies(plan: Any) -> list[tuple[str, Any]]:
+    """``(manifest, policy)`` of the run's policy and of every policy a ``switch_policy``
+    action switches to."""
+    return [(str(plan.policy_config.source), plan.build_policy()),
+            *((s.ref, s.policy) for s in switches(plan))]
+
+
+def switches(plan: Any) -> tuple[PolicySwitch, ...]:
+    """The plan's ``switch_policy`` actions, each with its fresh policy (built as the runner
+    does: ``config.bundled.resolve_manifest`` + ``control.policy.build.build_policy``)."""
+    from ..config.bundled import resolve_manifest
+    from ..config.policy import load_policy_manifest
+    from ..control.policy.build import build_policy
+
+    out = []
+    for item in plan.actions:
+        if item.action.name == "switch_policy":
+            config = load_policy_manifest(resolve_manifest(item.action.policy, "switch_policy"))
+            out.append(PolicySwitch(at_s=float(item.at_s), ref=item.action.policy,
+                                    label=item.action.label(),
+                                    policy=build_policy(config, created_at_s=float(item.at_s))))
+    return tuple(out)
+
+
+def check_models(plan: Any, params: TwinParams) -> None:
+    """Refuse a CPU-scaled policy (the run's or one switched to) when ``params`` has no CPU
+    model or the Deployment requests no CPU.
+
+    Raises:
+        ConfigError: naming the policy and the calibration file.
+    """
+    if params.models_cpu:
+        return
+    problems = [f"--policy: {source!r} scales on CPU, and the twin's calibration "
+                f"{params.source!r} has no 'cpu' section (or the Deployment requests no CPU); "
+                "add the section (docs/twin.md) or use a lag policy"
+                for source, policy in _policies(plan) if policy.needs_cpu]
+    if problems:
+        raise ConfigError(problems)
 
 
 def scaler_metadata(plan: Any) -> tuple[tuple[str, str], ...]:
@@ -139,9 +183,15 @@ def run_spec(plan: Any, prod: Production) -> RunSpec:
 
 
 def params_for(plan: Any, calibration: str | Path | None = None) -> TwinParams:
-    """The twin's parameters of a plan (its Deployment, engine, balancer, trigger interval)."""
-    return twin_params(plan.deployment, engine=plan.engine, balancer=plan.balancer,
-                       trigger_interval_s=plan.trigger_interval_s, calibration=calibration)
+    """The twin's parameters of a plan (its Deployment, engine, balancer, trigger interval).
+
+    Raises:
+        ConfigError: a bad calibration, or a CPU policy it cannot model (:func:`check_models`).
+    """
+    params = twin_params(plan.deployment, engine=plan.engine, balancer=plan.balancer,
+                         trigger_interval_s=plan.trigger_interval_s, calibration=calibration)
+    check_models(plan, params)
+    return params
 
 
 def _draw(seed: int, index: int, window_s: float) -> Draw:
@@ -171,6 +221,7 @@ def simulate(settings_or_plan: Any, params: TwinParams | None = None, seed: int 
     """
     plan = plan_of(settings_or_plan)
     params = params or params_for(plan)
+    check_models(plan, params)
     prod = prod or production(plan.profile, TICK_S)
     policy = plan.build_policy()
     the_draw = _draw(seed, draw, _phase_window(policy))
@@ -180,7 +231,7 @@ def simulate(settings_or_plan: Any, params: TwinParams | None = None, seed: int 
                          min_replicas=plan.min_replicas,
                          reference_lag_threshold=plan.reference_lag_threshold,
                          settle_timeout_s=plan.settings.settle_timeout_s,
-                         scaler_metadata=scaler_metadata(plan))
+                         scaler_metadata=scaler_metadata(plan), switches=switches(plan))
     timeline, settled = drive(world, policy, inputs)
     events = events_from_records(sink.records, origin_s=0.0)
     spec = run_spec(plan, prod)
@@ -309,7 +360,9 @@ def _run_info(plan: Any, params: TwinParams, run: TwinRun) -> dict[str, Any]:
             "max_replicas": plan.max_replicas,
             "capacity_per_replica_per_s": plan.capacity_per_s,
             "twin_capacity_per_replica_per_s": round(params.capacity_per_s, 3),
-            "graceful_drain": True, "settled": run.settled, "actions": [],
+            "graceful_drain": True, "settled": run.settled,
+            "actions": [{"at_s": s.at_s, "action": "switch_policy", "policy": s.ref}
+                        for s in switches(plan)],
             "max_partitions": plan.max_partitions, "profile_file": str(plan.profile.source),
             "scaled_object_file": plan.policy_config.source,
             "deployment_file": plan.deployment.source, "calibration_file": params.source,
@@ -325,5 +378,6 @@ def _twin_section(draws: TwinDraws, params: TwinParams) -> dict[str, Any]:
             "machine": dict(params.machine)}
 
 
-__all__ = ["HEADLINE", "TICK_S", "TwinDraws", "TwinRun", "distribution", "params_for",
-           "plan_of", "run_spec", "scaler_metadata", "simulate", "simulate_draws", "write_run_dir"]
+__all__ = ["HEADLINE", "TICK_S", "TWIN_ACTIONS", "TwinDraws", "TwinRun", "check_models",
+           "distribution", "params_for", "plan_of", "run_spec", "scaler_metadata", "simulate",
+           "simulate_draws", "switches", "write_run_dir"]

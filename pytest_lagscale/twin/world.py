@@ -90,6 +90,7 @@ class Replica:
     leave_s: float | None = None
     exit_s: float | None = None
     first_record: bool = False
+    records_done: float = 0.0
 
     @property
     def busy(self) -> bool:
@@ -206,7 +207,7 @@ class World:
         self.group.tick(t)
         for replica in self.replicas:
             if replica.batch is not None:
-                self._credit(replica.batch, t)
+                replica.records_done += self._credit(replica.batch, t)
 
     def load(self) -> tuple[int, int]:
         """``(members, starting)``: replicas past their engine start and not gone, and replicas
@@ -305,16 +306,19 @@ class World:
             replica.first_record = True
             self.events.emit(t, replica.rid, "first_record", replica_id=replica.rid)
 
-    def _credit(self, batch: Batch, t: float) -> None:
-        """Count records written in ``(t - tick, t]`` as consumed (evenly over the write)."""
+    def _credit(self, batch: Batch, t: float) -> float:
+        """Count records written in ``(t - tick, t]`` as consumed (evenly over the write);
+        returns how many."""
         span = batch.end_s - batch.write_start_s
         if span <= 0:
-            return
+            return 0.0
         done = min(1.0, max(0.0, (t + self.tick_s - batch.write_start_s) / span))
         due = batch.records * done - batch.credited
-        if due > 0:
-            batch.credited += due
-            self.consumed_in_tick += due
+        if due <= 0:
+            return 0.0
+        batch.credited += due
+        self.consumed_in_tick += due
+        return due
 
     def _commit(self, replica: Replica, batch: Batch, records: int) -> None:
         full = records >= batch.records
@@ -323,6 +327,7 @@ class World:
             self.committed[q] += n
             self.processed[q] += n
         self.consumed_in_tick += records - batch.credited
+        replica.records_done += records - batch.credited
         if not full:  # a cut batch's unwritten records are fetched again by the next owner
             for q in batch.counts:
                 self.position[q] = self.committed[q]

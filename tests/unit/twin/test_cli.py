@@ -105,3 +105,27 @@ def test_a_bad_scale_is_named(tmp_path: Path) -> None:
     assert "error: --scale: got 'huge', expected one of ci, full; pick one of them" in \
         result.output
     assert not (tmp_path / "runs").exists()
+
+
+def test_prediction_writes_the_preregistration_json(tmp_path: Path) -> None:
+    target = tmp_path / "prediction.json"
+    result = _simulate("--profile", "spike-ci", "--draws", "2", "--settle-timeout", "600",
+                       "--out", tmp_path / "runs", "--prediction", target)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(target.read_text())
+    assert doc["kind"] == "lagscale twin prediction" and doc["commit"]["id"]
+    assert doc["inputs"]["settings"]["settle_timeout_s"] == 600.0
+    assert doc["twin"]["draws"] == 2 and doc["settled_draws"] == 2
+    reaction = doc["figures"]["reaction_time_s"]
+    assert reaction["draws"] == 2 and reaction["p5"] <= reaction["median"] <= reaction["p95"]
+    assert doc["figures"]["backlog_at_switch_records"]["median"] is None   # no switch
+    assert doc["figures"]["back_to_min_s"]["median"] > 0
+
+
+def test_a_bad_settle_timeout_or_prediction_path_exits_2(tmp_path: Path) -> None:
+    result = _simulate("--profile", "spike-ci", "--settle-timeout", "9000", "--out",
+                       tmp_path / "runs", "--prediction", tmp_path / "absent" / "p.json")
+    assert result.exit_code == 2
+    assert "error: --settle-timeout: got 9000, expected seconds in [0, 7200]" in result.output
+    assert "error: --prediction: " in result.output
+    assert not (tmp_path / "runs").exists()

@@ -23,7 +23,7 @@ from pytest_lagscale.twin.params import (
 def test_bundled_calibrations_load_and_name_their_runs(engine: str) -> None:
     values = load_calibration(calibration_path(engine))
     assert values["engine"] == engine
-    assert values["source_runs"] and all(r.startswith("20261123T") for r in
+    assert values["source_runs"] and all(r.startswith("2026112") for r in
                                          values["source_runs"])
     assert values["machine"]["cores"] == 2
 
