@@ -174,15 +174,38 @@ class Section:
 
 
 @dataclass(frozen=True)
+class HeldPrediction:
+    """A pre-registered prediction and the run it predicted (``lagscale report --prediction``).
+
+    Attributes:
+        prediction: the prediction file.
+        run: the run it was held against (None: no run of the report has its inputs).
+        header, rows: the table's cells as text (``calibration.preregistered.markdown``'s
+            columns: figure, unit, predicted median (5-95 %), measured, error, in band).
+        written_utc, commit: when and at which commit the prediction was written.
+    """
+
+    prediction: Path
+    run: RunDoc | None
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    written_utc: str
+    commit: str
+
+
+@dataclass(frozen=True)
 class Findings:
     """The report: recommendations, then sections 1..10, over ``runs``; ``simulated`` is the
     twin's full-scale predictions and tune cross-check
-    (:class:`pytest_lagscale.tune.simulated.Simulated`), None when not asked for."""
+    (:class:`pytest_lagscale.tune.simulated.Simulated`), None when not asked for; ``held`` the
+    pre-registered predictions held against their runs (:class:`HeldPrediction`)."""
 
     runs: list[RunDoc]
     recommendations: list[Recommendation]
     sections: list[Section]
     simulated: Any = None  # a tune.simulated.Simulated when the twin's section was asked for
+    held: tuple["HeldPrediction", ...] = ()
+
 
     @property
     def unplaced(self) -> list[RunDoc]:
@@ -282,3 +305,4 @@ def build_findings(runs: list[RunDoc]) -> Findings:
     ordered = [recommendations.get(number) or not_determined(setting, number)
                for setting, number in RECOMMENDATION_ORDER]
     return Findings(runs, ordered, sections)
+

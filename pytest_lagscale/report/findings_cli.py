@@ -4,7 +4,8 @@
 ``findings.html`` (self-contained) and ``findings.md`` (with its ``img/`` pictures) into
 ``--out``; see :mod:`.findings` and docs/findings.md. With ``--full-scale-draws N`` (default 3;
 0: off) the report ends with the twin's "full scale (simulated)" section
-(:mod:`pytest_lagscale.tune.simulated`).
+(:mod:`pytest_lagscale.tune.simulated`); each ``--prediction FILE`` (a pre-registered twin
+prediction) adds its table against the run it predicted (:func:`.findings.held_predictions`).
 
 Exit codes: 0 written, 2 bad input (a missing path, not a benchmark document, ``--out`` a
 file, ``--full-scale-draws`` outside 0..100) with one ``error:`` line per problem, nothing
@@ -35,6 +36,11 @@ def report(
                                               "(simulated)' section, 1..100; 0 leaves the "
                                               "section out. A full-scale draw takes 5-12 s. "
                                               "Default: 3"),
+    predictions: list[Path] = typer.Option([], "--prediction", metavar="FILE",
+                                           help="A pre-registered prediction (lagscale "
+                                                "simulate --prediction); the report holds it "
+                                                "against the run with its inputs. Repeatable. "
+                                                "Default: none"),
 ) -> None:
     """Write the findings report: recommendations, then one section per experiment."""
     from .findings import build_findings, load_runs
@@ -51,9 +57,18 @@ def report(
     if not 0 <= full_scale_draws <= 100:
         problems.append(f"--full-scale-draws: got {full_scale_draws!r}, expected an integer in "
                         "[0, 100] (0 leaves the section out)")
+    problems += [f"--prediction: {str(p)!r} is not a file" for p in predictions
+                 if not p.is_file()]
     if problems:
         raise fail_usage(ConfigError(problems))
     findings = build_findings(runs)
+    if predictions:
+        from dataclasses import replace
+
+        try:
+            findings = replace(findings, held=held_predictions(runs, predictions))
+        except ConfigError as exc:
+            raise fail_usage(exc) from None
     if full_scale_draws:
         from dataclasses import replace
 
@@ -63,6 +78,44 @@ def report(
     ran = sum(1 for section in findings.sections if section.ran)
     typer.echo(f"{len(runs)} run(s), {ran} of {len(findings.sections)} experiments: "
                f"wrote {html} and {markdown}")
+
+
+def held_predictions(runs: list, predictions: list[Path]) -> tuple:
+    """Each pre-registered prediction held against the run of ``runs`` it predicted (the
+    first whose inputs are the prediction's: :func:`pytest_lagscale.calibration.preregistered.
+    hold`), as :class:`.findings.HeldPrediction`; a prediction no run matches is kept with
+    ``run`` None and no rows.
+
+    Raises:
+        ConfigError: an unreadable prediction file.
+    """
+    import json
+
+    from ..calibration.preregistered import hold, markdown
+    from .findings import HeldPrediction
+
+    out = []
+    for path in predictions:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"--prediction: {str(path)!r}: {type(exc).__name__}: {exc}") \
+                from exc
+        match, header, rows = None, (), ()
+        for run in runs:
+            try:
+                lines = markdown(hold(path, run.path.parent)).splitlines()
+            except ConfigError:
+                continue
+            match = run
+            header = tuple(c.strip() for c in lines[0].strip("|").split("|"))
+            rows = tuple(tuple(c.strip().strip("`") for c in line.strip("|").split("|"))
+                         for line in lines[2:])
+            break
+        out.append(HeldPrediction(path, match, header, rows,
+                                  str(doc.get("written_utc", "?")),
+                                  str((doc.get("commit") or {}).get("id", "?"))))
+    return tuple(out)
 
 
 def register(app: typer.Typer) -> None:

@@ -107,11 +107,31 @@ def simulated_view(sim: Any) -> dict[str, Any] | None:
     return view
 
 
+def held_view(held: Any) -> list[dict[str, Any]]:
+    """The "Full scale: pre-registered prediction vs measured" section: per prediction a
+    ``title``, an ``intro`` and the ``header`` and ``rows`` (strings) of its table."""
+    views = []
+    for item in held:
+        intro = (f"Written {item.written_utc} at commit {item.commit}, before the run, by "
+                 f"lagscale simulate --prediction ({item.prediction.name}); the twin was not "
+                 "recalibrated since. Error: (predicted median - measured) / measured; counts "
+                 "as a difference.")
+        if item.run is None:
+            views.append({"title": item.prediction.name, "intro": intro + " No run of this "
+                          "report has its inputs: not held.", "header": [], "rows": []})
+            continue
+        views.append({"title": f"{item.run.label} ({item.run.path.parent.name})",
+                      "intro": intro, "header": list(item.header),
+                      "rows": [list(row) for row in item.rows]})
+    return views
+
+
 def render_html(findings: Findings) -> str:
     """The findings page: one self-contained HTML document (pictures embedded)."""
     template = _environment().get_template("findings.html.j2")
     return template.render(findings=findings, image_src=data_uri,
-                           simulated=simulated_view(findings.simulated))
+                           simulated=simulated_view(findings.simulated),
+                           held=held_view(findings.held))
 
 
 def render_markdown(findings: Findings) -> str:
@@ -119,7 +139,8 @@ def render_markdown(findings: Findings) -> str:
     template = _environment().get_template("findings.md.j2")
     return template.render(findings=findings,
                            image_src=lambda path: f"{IMAGE_DIR}/{image_name(path)}",
-                           simulated=simulated_view(findings.simulated))
+                           simulated=simulated_view(findings.simulated),
+                           held=held_view(findings.held))
 
 
 def write_findings(findings: Findings, out_dir: str | Path) -> tuple[Path, Path]:

@@ -68,3 +68,26 @@ def test_cli_prints_the_table_or_exits_2(tmp_path: Path) -> None:
     assert bad.exit_code == 2
     assert f"error: PREDICTION.json: {str(tmp_path / 'absent.json')!r} does not exist" in \
         bad.output
+
+
+def test_the_findings_report_holds_each_prediction_against_its_run(tmp_path: Path) -> None:
+    prediction, run_dir = _predict_and_run(tmp_path)
+    other = tmp_path / "other.json"
+    doc = json.loads(prediction.read_text())
+    doc["inputs"]["profile"] = "bursty-ci"
+    other.write_text(json.dumps(doc))
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--full-scale-draws", "0",
+                                      "--prediction", str(prediction), "--prediction",
+                                      str(other), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = (out / "findings.md").read_text()
+    section = text[text.index("## Full scale: the pre-registered prediction"):]
+    assert f"### spike-ci ({run_dir.name})" in section
+    assert "| drain_time_s | s |" in section
+    assert "other.json); the twin was not recalibrated since. Error" in section
+    assert "No run of this report has its inputs: not held." in section
+    assert 'id="full-scale-held"' in (out / "findings.html").read_text()
+    missing = CliRunner().invoke(app, ["report", str(run_dir), "--prediction",
+                                       str(tmp_path / "nope.json"), "--out", str(out)])
+    assert missing.exit_code == 2 and "error: --prediction: " in missing.output
