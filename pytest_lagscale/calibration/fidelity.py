@@ -98,6 +98,7 @@ class Fidelity:
     figures: tuple[FigureCheck, ...]
     spans: tuple[SpanCheck, ...]
     cold_start_scale: float | None = None
+    probe_alone_s: float | None = None
 
     def figure(self, name: str) -> FigureCheck:
         """The check of headline figure ``name``."""
@@ -105,9 +106,10 @@ class Fidelity:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: ``run``, ``label``, ``draws``, ``seconds``, ``cold_start_scale``,
-        ``figures`` and ``spans`` by name."""
+        ``probe_alone_s``, ``figures`` and ``spans`` by name."""
         return {"run": self.run, "label": self.label, "draws": self.draws,
                 "seconds": round(self.seconds, 3), "cold_start_scale": self.cold_start_scale,
+                "probe_alone_s": self.probe_alone_s,
                 "figures": {f.name: asdict(f) for f in self.figures},
                 "spans": {s.name: asdict(s) for s in self.spans}}
 
@@ -148,6 +150,35 @@ def spans(records: Iterable[tuple[float, str, str | None, dict[str, Any]]]) -> d
                 if int(q) in revoked:
                     out["revoke_to_assigned_s"].append(t - revoked.pop(int(q)))
     return out
+
+
+def machine_probe_s(records: Iterable[tuple[float, str, str | None, dict[str, Any]]],
+                    cores: float) -> float | None:
+    """The machine's start-up speed as the run measured it before its load: the alone-
+    equivalent cold start (seconds) of the replicas the Deployment started before
+    ``load_start`` (minReplicaCount, started together): their median ``replica_started ->
+    engine_ready`` x ``min(1, cores / n)`` for n of them (the twin's contention model of n
+    concurrent starts, ``twin/world.py``; no member runs yet). None without such a start.
+
+    Args:
+        records: ``(t_s, event, replica_id, fields)`` of one run, any order.
+        cores: the calibration's ``cold_start.cores``.
+    """
+    ordered = sorted(records, key=lambda r: r[0])
+    load = next((t for t, event, _r, _f in ordered if event == "load_start"), None)
+    if load is None:
+        return None
+    started: dict[str, float] = {}
+    ready: dict[str, float] = {}
+    for t, event, rid, _fields in ordered:
+        if event == "replica_started" and rid and t < load:
+            started[rid] = t
+        elif event == "engine_ready" and rid in started and rid not in ready:
+            ready[rid] = t
+    spans_s = [ready[r] - started[r] for r in started if r in ready]
+    if not spans_s:
+        return None
+    return statistics.median(spans_s) * min(1.0, cores / len(started))
 
 
 def real_records(events_path: Path) -> list[tuple[float, str, str | None, dict[str, Any]]]:
@@ -240,7 +271,8 @@ def span_checks(real: dict[str, list[float]], twin: dict[str, list[float]]) -> t
 
 
 def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
-                params: Any = None, condition_on_cold_start: bool = False) -> Fidelity:
+                params: Any = None, condition_on_cold_start: bool = False,
+                machine_probe: bool = False) -> Fidelity:
     """Predict a real run (a run directory or its ``benchmark.json``) and compare.
 
     Args:
@@ -257,6 +289,10 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
             machine's: the same machine class starts a Spark replica in 17 s in one run and in
             32 s in another (CPU and disk of a shared VM), which the committed calibration
             cannot know. Without real cold starts (no ``events.jsonl``) nothing is scaled.
+        machine_probe: take the calibration's ``cold_start.alone_s`` from the run's own
+            start-up before its load (:func:`machine_probe_s`: the minReplicaCount replicas
+            started before ``load_start``), what a run knows of its machine before the spike;
+            :attr:`Fidelity.probe_alone_s`. Without such a start nothing changes.
 
     Raises:
         Unsupported: a documented unsupported input.
@@ -272,7 +308,11 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     plan = plan_for(bench)
     params = params or params_for(plan)
     events = RunDir(root).events_jsonl
-    real = spans(real_records(events)) if events.is_file() else {}
+    records = real_records(events) if events.is_file() else []
+    real = spans(records)
+    probe = machine_probe_s(records, params.cold_start_cores) if machine_probe else None
+    if probe is not None:
+        params = replace(params, cold_start_alone_s=probe)
     result, twin = _draws(plan, params, seed, draws)
     scale = None
     real_cold, twin_cold = real.get("cold_start_s"), twin.get("cold_start_s")
@@ -285,7 +325,8 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     return Fidelity(run=root.name, label=str((bench.get("run") or {}).get("label", root.name)),
                     draws=draws, seconds=time.perf_counter() - started, figures=figures,
                     spans=span_checks(real, twin),
-                    cold_start_scale=None if scale is None else round(scale, 3))
+                    cold_start_scale=None if scale is None else round(scale, 3),
+                    probe_alone_s=None if probe is None else round(probe, 3))
 
 
 def _draws(plan: Any, params: Any, seed: int, draws: int) -> tuple[Any, dict[str, list[float]]]:
@@ -417,5 +458,5 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
 
 __all__ = ["BAND_TARGET", "SPANS", "STATED_BAND", "TARGETS", "UNSUPPORTED", "Fidelity",
            "FigureCheck", "SpanCheck", "Unsupported", "assess", "beyond_band", "figure_check",
-           "ks_statistic", "spread_error",
+           "ks_statistic", "machine_probe_s", "spread_error",
            "plan_for", "predict_run", "real_records", "span_checks", "spans", "twin_records"]

@@ -3,6 +3,7 @@
 :func:`register` adds ``predict`` to the ``twin`` command group (:mod:`.cli`)::
 
     lagscale twin predict RUN_DIR... [--draws 30] [--seed 0] [--given-cold-starts]
+                                     [--machine-probe]
 
 For each run directory of ``lagscale run`` (or ``pytest --lagscale-out``), the twin plans the
 same run again from its ``benchmark.json`` (:func:`.fidelity.predict_run`), simulates the
@@ -10,7 +11,9 @@ draws and prints, per headline figure, the measured value, the draws' median and
 the error and whether it lies inside the twin's stated band (:data:`.fidelity.STATED_BAND`);
 then the event-level spans (cold start, started -> assigned, revoked -> assigned) real vs
 twin. ``--given-cold-starts`` predicts given the run's own start-up speed (the fidelity
-benchmark's second prediction, docs/twin.md "Given the run's cold starts").
+benchmark's second prediction, docs/twin.md "Given the run's cold starts");
+``--machine-probe`` takes the start-up speed from the run's own replicas started before its
+load only (:func:`.fidelity.machine_probe_s`), what a run knows before its spike.
 
 Exit codes: 0 every predicted figure within the stated band; 1 some figure outside it; 2 bad
 input (a missing run, an input the twin does not model, --draws out of range), one ``error:``
@@ -58,6 +61,8 @@ def render(fidelity: Any) -> list[Any]:
 
     scale = (f", cold starts x{fidelity.cold_start_scale:g}"
              if fidelity.cold_start_scale is not None else "")
+    if fidelity.probe_alone_s is not None:
+        scale += f", machine probe: alone start {fidelity.probe_alone_s:g} s"
     figures = Table(title=f"{fidelity.label}: real vs twin ({fidelity.draws} draws{scale})")
     for column in ("figure", "measured", "twin median", "twin 5-95 %", "error", "in band",
                    "stated band"):
@@ -88,6 +93,10 @@ def predict_command(
     given_cold_starts: bool = typer.Option(
         False, "--given-cold-starts",
         help="Predict given each run's own median cold start (the machine's start-up speed)"),
+    machine_probe: bool = typer.Option(
+        False, "--machine-probe",
+        help="Predict given the start-up speed of each run's replicas started before its "
+             "load (a machine probe: nothing of the spike is used)"),
 ) -> None:
     """Predict real runs in the calibrated twin and compare figure by figure."""
     from rich.console import Console
@@ -103,7 +112,8 @@ def predict_command(
     for run in runs:
         try:
             results.append(predict_run(run, draws=draws, seed=seed,
-                                       condition_on_cold_start=given_cold_starts))
+                                       condition_on_cold_start=given_cold_starts,
+                                       machine_probe=machine_probe))
         except ConfigError as exc:   # Unsupported included: it names the input
             problems += [f"{run}: {problem}" for problem in exc.problems]
     if problems:

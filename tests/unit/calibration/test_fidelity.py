@@ -225,3 +225,18 @@ def test_beyond_band_names_a_miss_that_a_draw_reproduced_apart_from_a_broken_twi
     assert reproduced == ["spike-ci-lt5000: reaction_time_s error -0.341 beyond the twin's stated "
                           "band 0.3 (measured 21.05, twin median 13.875); reproduced by a draw "
                           "(draws 13.375-26.125, 5-95 % 13.75-20.48)"]
+
+
+def test_machine_probe_takes_the_pre_load_starts_alone_equivalent() -> None:
+    from pytest_lagscale.calibration.fidelity import machine_probe_s
+
+    records = [(0.0, "replica_started", "r1", {}), (0.0, "replica_started", "r2", {}),
+               (6.0, "engine_ready", "r1", {}), (8.0, "engine_ready", "r2", {}),
+               (20.0, "load_start", None, {}),
+               (30.0, "replica_started", "r3", {}), (50.0, "engine_ready", "r3", {})]
+    # two started together before the load: median 7 s x min(1, 1.5 / 2); r3 (in the spike)
+    # is not part of the probe
+    assert machine_probe_s(records, cores=1.5) == pytest.approx(7.0 * 0.75)
+    assert machine_probe_s(records, cores=4.0) == pytest.approx(7.0)
+    assert machine_probe_s(records[4:], cores=1.5) is None          # none before the load
+    assert machine_probe_s(records[:4], cores=1.5) is None          # no load_start
