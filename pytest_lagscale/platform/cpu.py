@@ -8,7 +8,7 @@ each due step and feeds a CPU trigger's utilization (requests from the Deploymen
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 
 class CpuSampler:
@@ -31,10 +31,8 @@ class CpuSampler:
         """
         import psutil
 
-        out: dict[str, float] = {}
-        seen = set()
+        used_s: dict[str, float] = {}
         for r in replicas:
-            seen.add(r.replica_id)
             try:
                 root = psutil.Process(r.process.pid)
                 procs = [root, *root.children(recursive=True)]
@@ -47,10 +45,32 @@ class CpuSampler:
                         continue
             except psutil.Error:
                 continue
-            prev = self._last.get(r.replica_id)
-            self._last[r.replica_id] = (now_s, cpu_s)
-            if prev is not None and now_s > prev[0]:
-                out[r.replica_id] = max(0.0, (cpu_s - prev[1]) / (now_s - prev[0]) * 1000.0)
-        for gone in set(self._last) - seen:
-            del self._last[gone]
-        return out
+            used_s[r.replica_id] = cpu_s
+        return millicores_since(self._last, used_s, now_s, seen={r.replica_id for r in replicas})
+
+
+def millicores_since(last: dict[str, tuple[float, float]], used_s: Mapping[str, float],
+                     now_s: float, seen: set[str] | None = None) -> dict[str, float]:
+    """Millicores per replica since its previous reading, as the metrics server reports them.
+
+    Args:
+        last: ``{replica_id: (time_s, cpu_s)}`` of the previous readings; updated in place,
+            replicas not in ``seen`` forgotten.
+        used_s: CPU seconds used so far per replica (read now).
+        now_s: the reading's time, seconds on the clock of ``last``.
+        seen: the replicas that still exist (default: those of ``used_s``).
+
+    Returns:
+        ``{replica_id: millicores}`` for replicas read before (first sight returns nothing);
+        1000 = one full core.
+    """
+    out: dict[str, float] = {}
+    for rid, cpu_s in used_s.items():
+        prev = last.get(rid)
+        last[rid] = (now_s, cpu_s)
+        if prev is not None and now_s > prev[0]:
+            out[rid] = max(0.0, (cpu_s - prev[1]) / (now_s - prev[0]) * 1000.0)
+    for gone in set(last) - (set(used_s) if seen is None else seen):
+        del last[gone]
+    return out
+

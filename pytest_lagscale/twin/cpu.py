@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..platform.cpu import millicores_since
+
 
 class TwinCpu:
     """Per-replica CPU usage of a :class:`~.world.World`'s replicas.
@@ -35,18 +37,8 @@ class TwinCpu:
     def sample(self, replicas: Sequence[Any], now_s: float) -> dict[str, float]:
         """``{replica_id: millicores}`` since each replica's previous sample, for replicas seen
         before; replicas no longer listed are forgotten."""
-        out: dict[str, float] = {}
-        seen = set()
-        for replica in replicas:
-            seen.add(replica.rid)
-            used = self.cpu_s(replica, now_s)
-            previous = self._last.get(replica.rid)
-            self._last[replica.rid] = (now_s, used)
-            if previous is not None and now_s > previous[0]:
-                out[replica.rid] = max(0.0, (used - previous[1]) / (now_s - previous[0]) * 1000.0)
-        for gone in set(self._last) - seen:
-            del self._last[gone]
-        return out
+        used_s = {replica.rid: self.cpu_s(replica, now_s) for replica in replicas}
+        return millicores_since(self._last, used_s, now_s)
 
 
 __all__ = ["TwinCpu"]
