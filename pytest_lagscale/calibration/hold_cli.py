@@ -33,7 +33,7 @@ def hold_command(
     from rich.console import Console
     from rich.table import Table
 
-    from .preregistered import hold, markdown
+    from .preregistered import HEADER, cells, hold, markdown
 
     problems = [f"{name}: {str(path)!r} does not exist" for name, path in
                 (("PREDICTION.json", prediction), ("RUN_DIR", run_dir)) if not path.exists()]
@@ -47,13 +47,10 @@ def hold_command(
         typer.echo(markdown(rows))
         return
     table = Table(title=f"{run_dir.name}: predicted ({prediction.name}) vs measured")
-    for column in ("figure", "predicted median", "5-95 %", "measured", "error", "in band"):
-        table.add_column(column, justify="left" if column == "figure" else "right")
-    for line in markdown(rows).splitlines()[2:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        median, _, band = cells[2].partition(" (")
-        table.add_row(cells[0].strip("`"), median, band.rstrip(")"), cells[3], cells[4],
-                      cells[5])
+    for column in HEADER:
+        table.add_column(column, justify="left" if column in ("figure", "unit") else "right")
+    for row in cells(rows):
+        table.add_row(*row)
     Console(width=max(Console().width, 110)).print(table)
 
 

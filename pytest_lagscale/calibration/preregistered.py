@@ -100,23 +100,35 @@ def _spike_end_s(events: Any) -> float | None:
     return float(rows["t_s"].iloc[0]) if len(rows) else None
 
 
-def markdown(rows: list[HeldFigure]) -> str:
-    """The rows as a Markdown table (figure, unit, predicted median and 5-95 %, measured,
-    error, in band)."""
-    def fmt(v: float | None) -> str:
-        if v is None:
-            return "-"
-        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+#: The columns of :func:`cells`.
+HEADER = ("figure", "unit", "predicted median (5-95 %)", "measured", "error", "in band")
 
-    lines = ["| figure | unit | predicted median (5-95 %) | measured | error | in band |",
-             "|---|---|---|---|---|---|"]
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def cells(rows: list[HeldFigure]) -> list[tuple[str, ...]]:
+    """The rows as text, one tuple per figure in the order of :data:`HEADER`."""
+    out = []
     for r in rows:
         error = ("-" if r.error is None else f"{r.error:+.0f}" if r.name in COUNTS
                  else f"{r.error:+.1%}")
         band = "-" if r.in_band is None else "yes" if r.in_band else "no"
-        lines.append(f"| `{r.name}` | {r.unit} | {fmt(r.median)} ({fmt(r.p5)} - {fmt(r.p95)}) "
-                     f"| {fmt(r.measured)} | {error} | {band} |")
+        predicted = ("-" if r.median is None
+                     else f"{_fmt(r.median)} ({_fmt(r.p5)} - {_fmt(r.p95)})")
+        out.append((r.name, r.unit, predicted,
+                    _fmt(r.measured), error, band))
+    return out
+
+
+def markdown(rows: list[HeldFigure]) -> str:
+    """The rows as a Markdown table (:data:`HEADER`; figure names as code)."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += [f"| `{c[0]}` | " + " | ".join(c[1:]) + " |" for c in cells(rows)]
     return "\n".join(lines)
 
 
-__all__ = ["COUNTS", "HeldFigure", "hold", "markdown"]
+__all__ = ["COUNTS", "HEADER", "HeldFigure", "cells", "hold", "markdown"]

@@ -91,7 +91,7 @@ def held_predictions(runs: list, predictions: list[Path]) -> tuple:
     """
     import json
 
-    from ..calibration.preregistered import hold, markdown
+    from ..calibration.preregistered import HEADER, cells, hold
     from .findings import HeldPrediction
 
     out = []
@@ -101,18 +101,15 @@ def held_predictions(runs: list, predictions: list[Path]) -> tuple:
         except (OSError, ValueError) as exc:
             raise ConfigError(f"--prediction: {str(path)!r}: {type(exc).__name__}: {exc}") \
                 from exc
-        match, header, rows = None, (), ()
+        match, rows = None, ()
         for run in runs:
             try:
-                lines = markdown(hold(path, run.path.parent)).splitlines()
+                rows = tuple(cells(hold(path, run.path.parent)))
             except ConfigError:
                 continue
             match = run
-            header = tuple(c.strip() for c in lines[0].strip("|").split("|"))
-            rows = tuple(tuple(c.strip().strip("`") for c in line.strip("|").split("|"))
-                         for line in lines[2:])
             break
-        out.append(HeldPrediction(path, match, header, rows,
+        out.append(HeldPrediction(path, match, HEADER if match else (), rows,
                                   str(doc.get("written_utc", "?")),
                                   str((doc.get("commit") or {}).get("id", "?"))))
     return tuple(out)

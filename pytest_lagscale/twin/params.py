@@ -24,9 +24,9 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
     cpu: {idle_millicores: 6, cpu_s_per_1000_records: 0.033}  # optional: for CPU policies
 
 The ``optional`` keys default to what a file without them meant (constant engine time, starts
-slowed by other starts only, no CPU model). What comes from the run's own inputs (the Deployment: per-record
-time, max batch, trigger interval, readiness probe period, balancer) is filled in by
-:func:`twin_params`.
+slowed by other starts only, no CPU model). What comes from the run's own inputs (the
+Deployment: per-record time, max batch, trigger interval, readiness probe period, balancer) is
+filled in by :func:`twin_params`.
 """
 
 from __future__ import annotations
