@@ -12,6 +12,14 @@ SIGKILL scale-down, an engine without calibration) are listed, not predicted. Wi
 runs (this file alone) the committed golden runs (``tests/fixtures/golden/*/benchmark.json``)
 are predicted instead.
 
+Calibrate and validate are split by run: the committed calibrations were read from their
+``source_runs`` (``calibrated_on`` in the JSON), the targets are held against the other runs
+(``validated_on``: the session's, which are never among them); a run of the calibration's own
+is recorded (``in_sample``) and not counted. The prediction uses the run's machine probe
+(``predict_run(..., machine_probe=True)``: the start-up speed of the replicas the run started
+before its load, what it knew of its machine before the spike; the golden runs have no event
+log and are predicted with the calibration alone).
+
 Targets (``fidelity.TARGETS``): |median error| <= 15 % for reaction time, peak lag
 and drain time, <= 10 % for replica-seconds, scale steps within +-2, the measured value inside
 the 5-95 % band in >= 80 % of the runs (per figure). Every figure and verdict goes to the
@@ -55,6 +63,7 @@ import pytest
 
 from pytest_lagscale.plugin import _SESSION_KEY
 from pytest_lagscale.calibration.fidelity import Unsupported, assess, beyond_band, predict_run
+from pytest_lagscale.twin.params import ENGINES, calibration_path, load_calibration
 
 pytestmark = [pytest.mark.benchmark(group="twin")]
 
@@ -114,12 +123,14 @@ def baseline_spreads(folder: Path) -> dict[str, dict[str, tuple[float, float]]]:
 
 def _predict(paths: list[Path], *, conditioned: bool) -> tuple[list[Any], dict[str, list[str]]]:
     """Fidelity of each predictable run and the reasons of the unsupported ones. Any other
-    error propagates (the test fails)."""
+    error propagates (the test fails). Unconditioned, the machine probe gives the run's start-up
+    speed (what the run knew before its load)."""
     results, unsupported = [], {}
     for path in paths:
         try:
             results.append(predict_run(path, draws=DRAWS, seed=SEED,
-                                       condition_on_cold_start=conditioned))
+                                       condition_on_cold_start=conditioned,
+                                       machine_probe=not conditioned))
         except Unsupported as exc:
             unsupported[path.parent.name] = list(exc.problems)
     return results, unsupported
@@ -138,6 +149,10 @@ def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
     insane, within_spread, reproduced = beyond_band(given, baseline_spreads(BASELINES))
     benchmark.extra_info.update({
         "source": source, "draws": DRAWS, "seed": SEED,
+        "calibrated_on": {engine: list(load_calibration(calibration_path(engine))["source_runs"])
+                          for engine in ENGINES},
+        "validated_on": [r.run for r in results if r.held_out],
+        "in_sample": [r.run for r in results if not r.held_out],
         "seconds": round(time.perf_counter() - started, 2),
         "runs": {r.run: r.as_dict() for r in results},
         "runs_given_their_cold_starts": {r.run: r.as_dict() for r in given},

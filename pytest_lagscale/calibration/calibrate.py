@@ -29,6 +29,9 @@ MEMBER_LOAD_GRID = np.round(np.arange(0.0, 1.5001, 0.01), 3)
 MIN_BATCHES = 20
 #: Seconds after a batch's last write beyond which the next start is not engine time.
 MAX_GAP_S = 3.0
+#: Fewest runs with a factor for ``run_to_run`` (else the section is left out: one machine
+#: speed in every draw), and fewest starts / batches that give one run its factor.
+MIN_RUNS, MIN_RUN_STARTS, MIN_RUN_BATCHES = 3, 2, 10
 
 
 def _median(values: Sequence[float], what: str) -> float:
@@ -118,6 +121,14 @@ def start_segments(facts: RunFacts) -> list[tuple[float, np.ndarray]]:
     return out
 
 
+def start_logs(starts: Sequence[tuple[float, np.ndarray]], alone_s: float, cores: float,
+               member_load: float) -> np.ndarray:
+    """log(work / alone_s) of each start at the fitted contention (its start-up speed factor)."""
+    work = [float((s[:, 0] * np.minimum(1.0, cores / (s[:, 1] + member_load * s[:, 2]))).sum())
+            for _, s in starts]
+    return np.log(np.array(work, dtype=float) / alone_s)
+
+
 def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]]) -> dict[str, float]:
     """``alone_s``, ``cores``, ``member_load``, ``jitter`` (see the module docstring).
 
@@ -142,13 +153,51 @@ def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]]) -> dict[str, floa
         if cost[k] < best[0] - 1e-9:
             best = (float(cost[k]), float(cores), float(MEMBER_LOAD_GRID[k]))
     _, cores, load = best
-    work = [float((s[:, 0] * np.minimum(1.0, cores / (s[:, 1] + load * s[:, 2]))).sum())
-            for _, s in starts]
-    logs = np.log(np.array(work) / alone_s)
+    logs = start_logs(starts, alone_s, cores, load)
     jitter = float((np.quantile(logs, 0.75) - np.quantile(logs, 0.25)) / 1.349)
     return {"alone_s": alone_s, "cores": cores, "member_load": load,
             "jitter": min(1.0, jitter), "starts": float(len(starts)),
             "alone": float(len(alone))}
+
+
+def run_to_run(cold_logs: Sequence[np.ndarray], engine: Sequence[np.ndarray],
+               fit: tuple[float, float, float]) -> dict[str, float] | None:
+    """The machine's speed from run to run: ``cold_start_sd``, ``engine_sd``,
+    ``engine_on_cold_start`` and the within-run ``jitter``, or None with fewer than
+    :data:`MIN_RUNS` runs that give both factors.
+
+    A run's start-up factor c is the median of its starts' log(work / alone_s) (at least
+    :data:`MIN_RUN_STARTS` starts), its engine factor e the log of its batches' mean overhead
+    over the pooled fit's mean prediction at the same members and starters (at least
+    :data:`MIN_RUN_BATCHES` batches). Over the runs with both: the sample standard deviations of
+    c and e, the least-squares slope of e on c (clipped at 0), and ``jitter`` = IQR / 1.349 of
+    every start's log factor minus its run's c (the per-start spread within a run).
+
+    Args:
+        cold_logs: per run, its starts' log factors (:func:`start_logs`).
+        engine: per run, its :func:`engine_samples` rows.
+        fit: the pooled :func:`fit_engine` result.
+    """
+    base, per_member, per_starting = fit
+    pairs, within = [], []
+    for logs, rows in zip(cold_logs, engine):
+        if len(logs) < MIN_RUN_STARTS or len(rows) < MIN_RUN_BATCHES:
+            continue
+        predicted = float(np.mean(base + per_member * rows[:, 1] + per_starting * rows[:, 2]))
+        observed = float(np.mean(rows[:, 0]))
+        if predicted <= 0 or observed <= 0:
+            continue
+        c = float(np.median(logs))
+        pairs.append((c, math.log(observed / predicted)))
+        within.extend(np.asarray(logs) - c)
+    if len(pairs) < MIN_RUNS:
+        return None
+    c, e = np.array(pairs).T
+    var_c = float(np.var(c, ddof=1))
+    slope = max(0.0, float(np.cov(c, e, ddof=1)[0, 1]) / var_c) if var_c > 0 else 0.0
+    jitter = float((np.quantile(within, 0.75) - np.quantile(within, 0.25)) / 1.349)
+    return {"cold_start_sd": math.sqrt(var_c), "engine_sd": float(np.std(e, ddof=1)),
+            "engine_on_cold_start": slope, "jitter": jitter, "runs": float(len(pairs))}
 
 
 def _span(facts: RunFacts, a: str, b: str, after_load: bool = False) -> list[float]:
@@ -219,12 +268,18 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         raise ConfigError(f"--engine: got {engine!r}, but none of the {len(runs)} runs given "
                           f"ran it (engines: {sorted({f.engine for f in runs})}); give runs of "
                           "that engine")
-    samples = np.concatenate([engine_samples(f) for f in mine])
+    per_run = [engine_samples(f) for f in mine]
+    samples = np.concatenate(per_run)
     base, per_member, per_starting = fit_engine(samples)
-    cold = fit_cold_start([s for f in mine for s in start_segments(f)])
+    starts = [start_segments(f) for f in mine]
+    cold = fit_cold_start([s for run in starts for s in run])
+    runs = run_to_run([start_logs(run, cold["alone_s"], cold["cores"], cold["member_load"])
+                       for run in starts], per_run, (base, per_member, per_starting))
+    if runs is not None:
+        cold["jitter"] = min(1.0, runs["jitter"])
     group = group_values(mine)
     r = lambda v, n=3: round(float(v), n)  # noqa: E731
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION, "engine": engine, "machine": machine_of(mine),
         "source_runs": sorted(f.name for f in mine),
         "processing": {"per_batch_engine_s": r(base), "engine_s_per_member": r(per_member),
@@ -238,7 +293,13 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
                               "eager": r(group["round_s"], 2)},
                   "heartbeat_s": r(group["heartbeat_s"], 2)},
         "notes": {"batches": len(samples), "starts": int(cold["starts"]),
-                  "alone_starts": int(cold["alone"])}}
+                  "alone_starts": int(cold["alone"]),
+                  "runs_with_factors": 0 if runs is None else int(runs["runs"])}}
+    if runs is not None:
+        doc["run_to_run"] = {"cold_start_sd": r(runs["cold_start_sd"], 2),
+                             "engine_sd": r(runs["engine_sd"], 2),
+                             "engine_on_cold_start": r(runs["engine_on_cold_start"], 2)}
+    return doc
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -99,6 +99,7 @@ class Fidelity:
     spans: tuple[SpanCheck, ...]
     cold_start_scale: float | None = None
     probe_alone_s: float | None = None
+    held_out: bool = True
 
     def figure(self, name: str) -> FigureCheck:
         """The check of headline figure ``name``."""
@@ -106,10 +107,10 @@ class Fidelity:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: ``run``, ``label``, ``draws``, ``seconds``, ``cold_start_scale``,
-        ``probe_alone_s``, ``figures`` and ``spans`` by name."""
+        ``probe_alone_s``, ``held_out``, ``figures`` and ``spans`` by name."""
         return {"run": self.run, "label": self.label, "draws": self.draws,
                 "seconds": round(self.seconds, 3), "cold_start_scale": self.cold_start_scale,
-                "probe_alone_s": self.probe_alone_s,
+                "probe_alone_s": self.probe_alone_s, "held_out": self.held_out,
                 "figures": {f.name: asdict(f) for f in self.figures},
                 "spans": {s.name: asdict(s) for s in self.spans}}
 
@@ -289,10 +290,16 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
             machine's: the same machine class starts a Spark replica in 17 s in one run and in
             32 s in another (CPU and disk of a shared VM), which the committed calibration
             cannot know. Without real cold starts (no ``events.jsonl``) nothing is scaled.
+            The factor is the run's known machine factor (``TwinParams.machine_log_factor``):
+            the engine terms follow it by the calibration's ``run_to_run.engine_on_cold_start``.
         machine_probe: take the calibration's ``cold_start.alone_s`` from the run's own
             start-up before its load (:func:`machine_probe_s`: the minReplicaCount replicas
             started before ``load_start``), what a run knows of its machine before the spike;
-            :attr:`Fidelity.probe_alone_s`. Without such a start nothing changes.
+            :attr:`Fidelity.probe_alone_s`; as a known machine factor, like the above. Without
+            such a start nothing changes.
+
+    :attr:`Fidelity.held_out` is False when the run is one of the calibration's
+    ``source_runs`` (an in-sample run: :func:`assess` leaves it out of the targets).
 
     Raises:
         Unsupported: a documented unsupported input.
@@ -311,14 +318,15 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     records = real_records(events) if events.is_file() else []
     real = spans(records)
     probe = machine_probe_s(records, params.cold_start_cores) if machine_probe else None
-    if probe is not None:
-        params = replace(params, cold_start_alone_s=probe)
+    if probe is not None and probe > 0:
+        params = replace(params, machine_log_factor=math.log(probe / params.cold_start_alone_s))
     result, twin = _draws(plan, params, seed, draws)
     scale = None
     real_cold, twin_cold = real.get("cold_start_s"), twin.get("cold_start_s")
     if condition_on_cold_start and real_cold and twin_cold:
         scale = statistics.median(real_cold) / statistics.median(twin_cold)
-        params = replace(params, cold_start_alone_s=params.cold_start_alone_s * scale)
+        params = replace(params, machine_log_factor=(params.machine_log_factor or 0.0)
+                         + math.log(scale))
         result, twin = _draws(plan, params, seed, draws)
     figures = tuple(figure_check(name, _measured(bench, name), result.distribution[name])
                     for name in HEADLINE)
@@ -326,7 +334,8 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
                     draws=draws, seconds=time.perf_counter() - started, figures=figures,
                     spans=span_checks(real, twin),
                     cold_start_scale=None if scale is None else round(scale, 3),
-                    probe_alone_s=None if probe is None else round(probe, 3))
+                    probe_alone_s=None if probe is None else round(probe, 3),
+                    held_out=root.name not in params.source_runs)
 
 
 def _draws(plan: Any, params: Any, seed: int, draws: int) -> tuple[Any, dict[str, list[float]]]:
@@ -430,10 +439,11 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
     figure with both sides measured (``"<label>: <figure> |error| <= <target>"``; a figure the
     real run measured but no draw did fails it) and one per figure for the band
     (``"<figure> measured in the 5-95 % band in >= 80 % of runs"``); ``insane`` lists the errors
-    beyond :data:`STATED_BAND`.
+    beyond :data:`STATED_BAND`. Only held-out runs count (:attr:`Fidelity.held_out`): a run the
+    calibration was read from is no test of it.
     """
     assertions, insane, bands = [], [], {name: [] for name in TARGETS}
-    for res in results:
+    for res in (r for r in results if r.held_out):
         for fig in res.figures:
             if fig.measured is None:
                 continue

@@ -12,21 +12,21 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
       per_batch_engine_s: 0.237    # one member, nothing starting
       engine_s_per_member: 0.036   # optional (default 0): + per further member
       engine_s_per_starting: 0.189 # optional (default 0): + per replica starting
-    cold_start: {alone_s: 5.49, cores: 1.42, jitter: 0.15,
-                 member_load: 0.13}   # optional (default 0): a member's CPU share, in starters
+    cold_start: {alone_s: 5.49, cores: 1.42, jitter: 0.15, member_load: 0.13}  # load: optional
     group:
       subscribe_s: 0.03          # engine ready -> subscribed
       first_fetch_s: 0.66        # assigned -> first record
       drain_s: 0.2               # SIGTERM -> revoked and left the group
       exit_s: 1.09               # SIGTERM -> process gone (replica_stopped)
       round_s: {eager: 0.84, cooperative: 0.84}   # classic JoinGroup+SyncGroup round
-      heartbeat_s: 1.0           # KIP-848 (balancer consumer) heartbeat interval
+      heartbeat_s: 1.0           # KIP-848 heartbeat interval
     cpu: {idle_millicores: 6, cpu_s_per_1000_records: 0.033}  # optional: for CPU policies
+    run_to_run: {cold_start_sd: 0.2, engine_sd: 0.3, engine_on_cold_start: 0.8}  # optional
 
 The ``optional`` keys default to what a file without them meant (constant engine time, starts
-slowed by other starts only, no CPU model). What comes from the run's own inputs (the
-Deployment: per-record time, max batch, trigger interval, readiness probe period, balancer) is
-filled in by :func:`twin_params`.
+slowed by other starts only, no CPU model, one machine speed in every draw); the run's own inputs
+(per-record time, max batch, trigger interval, probe period, balancer) come from the Deployment
+(:func:`twin_params`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ ENGINES = ("spark", "arrow")
 PROTOCOLS: dict[str, str] = {"range": "eager", "roundrobin": "eager",
                              "cooperative-sticky": "cooperative", "consumer": "consumer"}
 _TOP_KEYS = ("schema_version", "engine", "machine", "source_runs", "processing", "cold_start",
-             "group", "cpu")
+             "group", "cpu", "run_to_run")
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,13 @@ class TwinParams:
             (None: the calibration has no ``cpu`` section; CPU-scaled policies are refused).
         cpu_s_per_1000_records: CPU seconds a replica spends per 1,000 records processed.
         cpu_request_millicores: the Deployment's CPU request, millicores (None when unset).
+        run_cold_start_sd: standard deviation of a run's log start-up factor (the machine's
+            speed from run to run; the per-start ``cold_start_jitter`` is then within a run).
+        run_engine_sd: standard deviation of a run's log engine-time factor.
+        run_engine_on_cold_start: slope of a run's log engine factor on its log start-up
+            factor (a slow start-up comes with slow batches on a busy machine).
+        machine_log_factor: the run's log start-up factor when it is known (a machine probe
+            or the run's own cold starts); None: each draw draws one (:func:`machine_draw`).
         source: the calibration file.
         source_runs: run directories the calibration came from.
         machine: the machine the calibration was measured on.
@@ -110,6 +117,10 @@ class TwinParams:
     cpu_idle_millicores: float | None = None
     cpu_s_per_1000_records: float = 0.0
     cpu_request_millicores: int | None = None
+    run_cold_start_sd: float = 0.0
+    run_engine_sd: float = 0.0
+    run_engine_on_cold_start: float = 0.0
+    machine_log_factor: float | None = None
     source: str = ""
     source_runs: tuple[str, ...] = ()
     machine: Mapping[str, Any] = field(default_factory=dict)
@@ -133,6 +144,12 @@ class TwinParams:
     def models_cpu(self) -> bool:
         """The calibration has a CPU model and the Deployment requests CPU."""
         return self.cpu_idle_millicores is not None and bool(self.cpu_request_millicores)
+
+    @property
+    def varies_by_run(self) -> bool:
+        """A draw changes the machine's speed (:func:`machine_draw` has something to do)."""
+        return bool(self.run_cold_start_sd or self.run_engine_sd
+                    or self.machine_log_factor is not None)
 
     @property
     def capacity_per_s(self) -> float:
@@ -212,6 +229,8 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
                                      "round_s", "heartbeat_s"), p)
     cpu = _section(doc, "cpu", ("idle_millicores", "cpu_s_per_1000_records"), p)
+    runs_sd = _section(doc, "run_to_run", ("cold_start_sd", "engine_sd", "engine_on_cold_start"),
+                       p)
     rounds = mapping(group.get("round_s", {}), "group.round_s", p) or {}
     p.unknown_keys(rounds, "group.round_s", ("eager", "cooperative"))
     values = dict(
@@ -231,7 +250,12 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         exit_s=_number(group, "exit_s", "group", p, 0, 600, "s"),
         heartbeat_s=_number(group, "heartbeat_s", "group", p, 0, 60, "s", lo_open=True),
         round_s={proto: _number(rounds, proto, "group.round_s", p, 0, 60, "s")
-                 for proto in ("eager", "cooperative")})
+                 for proto in ("eager", "cooperative")},
+        run_cold_start_sd=_optional(runs_sd, "cold_start_sd", "run_to_run", p, 2,
+                                    "(sd of a log factor)"),
+        run_engine_sd=_optional(runs_sd, "engine_sd", "run_to_run", p, 2, "(sd of a log factor)"),
+        run_engine_on_cold_start=_optional(runs_sd, "engine_on_cold_start", "run_to_run", p, 4,
+                                           "(slope)"))
     if cpu:
         values.update(
             cpu_idle_millicores=_number(cpu, "idle_millicores", "cpu", p, 0, 64_000,
@@ -294,10 +318,40 @@ def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | N
         cpu_request_millicores=deployment.cpu_request_millicores, **values)
 
 
+def machine_draw(params: TwinParams, rng: Any) -> TwinParams:
+    """``params`` for one draw's machine: the start-up time ``cold_start_alone_s`` x exp(z_c)
+    and the engine terms x exp(z_e), with z_c = :attr:`~TwinParams.machine_log_factor` when known,
+    else ~ N(0, ``run_cold_start_sd``), and z_e = ``run_engine_on_cold_start`` x z_c + N(0, r),
+    r = sqrt(max(0, ``run_engine_sd``^2 - slope^2 x ``run_cold_start_sd``^2)) (the engine's
+    variance not explained by the start-up's). Unchanged (and ``rng`` unused) when
+    :attr:`~TwinParams.varies_by_run` is False. The returned params have
+    no run-to-run variation left: the factors are applied.
+
+    Args:
+        params: the calibrated parameters.
+        rng: a ``numpy.random.Generator`` of the draw (its own stream: the other draws of the
+            run stay as they are).
+    """
+    if not params.varies_by_run:
+        return params
+    slope = params.run_engine_on_cold_start
+    z_c = (params.machine_log_factor if params.machine_log_factor is not None
+           else float(rng.normal(0.0, params.run_cold_start_sd)))
+    rest = math.sqrt(max(0.0, params.run_engine_sd ** 2 - (slope * params.run_cold_start_sd) ** 2))
+    z_e = slope * z_c + (float(rng.normal(0.0, rest)) if rest else 0.0)
+    engine = math.exp(z_e)
+    return replace(params, cold_start_alone_s=params.cold_start_alone_s * math.exp(z_c),
+                   per_batch_engine_s=params.per_batch_engine_s * engine,
+                   engine_s_per_member=params.engine_s_per_member * engine,
+                   engine_s_per_starting=params.engine_s_per_starting * engine,
+                   run_cold_start_sd=0.0, run_engine_sd=0.0, machine_log_factor=None)
+
+
 def with_changes(params: TwinParams, **changes: Any) -> TwinParams:
     """A copy of ``params`` with ``changes`` (dataclasses.replace; for ablations and tests)."""
     return replace(params, **changes)
 
 
 __all__ = ["ENGINES", "PROTOCOLS", "SCHEMA_VERSION", "TwinParams", "calibration_path",
-           "load_calibration", "parse_calibration", "twin_params", "with_changes"]
+           "load_calibration", "machine_draw", "parse_calibration", "twin_params",
+           "with_changes"]

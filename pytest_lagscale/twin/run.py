@@ -28,7 +28,7 @@ from ..contract.errors import ConfigError
 from ..contract.rundir import SUMMARY_MD, TIMELINE_PNG, RunDir
 from .driver import DriveInputs, PolicySwitch, drive
 from .load import Production, production
-from .params import TwinParams, twin_params
+from .params import TwinParams, machine_draw, twin_params
 from .world import Draw, EventSink, World
 
 #: The twin's step, seconds: 1/8 s is exact in binary, so the policy's periodic timers (now + an
@@ -194,6 +194,11 @@ def params_for(plan: Any, calibration: str | Path | None = None) -> TwinParams:
     return params
 
 
+#: The draw's stream of the machine's run-to-run speed (``params.machine_draw``); 1 and 2 are
+#: the Pods metric's and the external scaler's.
+MACHINE_STREAM_KEY = 3
+
+
 def _draw(seed: int, index: int, window_s: float) -> Draw:
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, index])))
     return Draw(seed=seed, controller_phase_s=float(rng.uniform(0.0, window_s)), rng=rng)
@@ -226,7 +231,8 @@ def simulate(settings_or_plan: Any, params: TwinParams | None = None, seed: int 
     policy = plan.build_policy()
     the_draw = _draw(seed, draw, _phase_window(policy))
     sink = EventSink()
-    world = World(params, prod, the_draw, sink)
+    world = World(machine_draw(params, the_draw.stream(MACHINE_STREAM_KEY)), prod, the_draw,
+                  sink)
     inputs = DriveInputs(schedule=tuple(plan.profile.schedule()), spike=plan.spike,
                          min_replicas=plan.min_replicas,
                          reference_lag_threshold=plan.reference_lag_threshold,

@@ -200,3 +200,36 @@ def test_cli_bad_input_exits_2_with_one_error_line_each(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["twin", "calibrate", str(broken)])
     assert result.exit_code == 2 and "benchmark.json" in result.output
     assert "Traceback" not in result.output
+
+
+def test_run_to_run_recovers_the_machines_spread_and_the_slope() -> None:
+    """Eight runs whose machine was slower or faster (start-up factor c, engine factor 0.5 c):
+    the sds, the slope and the within-run jitter come back; fewer than three runs give none."""
+    from pytest_lagscale.calibration.calibrate import run_to_run
+
+    rng = np.random.default_rng(7)
+    fit = (0.4, 0.02, 0.1)
+    cold, engine, factors = [], [], []
+    for c in np.linspace(-0.3, 0.3, 8):
+        cold.append(c + rng.normal(0.0, 0.05, 12))
+        members, starting = rng.integers(0, 8, 40), rng.integers(0, 3, 40)
+        predicted = fit[0] + fit[1] * members + fit[2] * starting
+        engine.append(np.c_[predicted * math.exp(0.5 * c), members, starting])
+        factors.append(c)
+    out = run_to_run(cold, engine, fit)
+    assert out["runs"] == 8
+    assert out["cold_start_sd"] == pytest.approx(float(np.std(factors, ddof=1)), abs=0.03)
+    assert out["engine_sd"] == pytest.approx(0.5 * float(np.std(factors, ddof=1)), abs=1e-6)
+    assert out["engine_on_cold_start"] == pytest.approx(0.5, abs=0.05)
+    assert out["jitter"] == pytest.approx(0.05, abs=0.02)
+    assert run_to_run(cold[:2], engine[:2], fit) is None
+    # a run with too few starts or batches gives no factor
+    assert run_to_run([c[:1] for c in cold], engine, fit) is None
+
+
+def test_calibrate_writes_run_to_run_only_from_three_runs(tmp_path: Path) -> None:
+    one = calibrate([read_run(make_run(tmp_path))], "spark")
+    assert "run_to_run" not in one and one["notes"]["runs_with_factors"] == 0
+    parsed = parse_calibration(yaml.safe_load(render(one)), source="x")
+    assert (parsed["run_cold_start_sd"], parsed["run_engine_sd"],
+            parsed["run_engine_on_cold_start"]) == (0.0, 0.0, 0.0)

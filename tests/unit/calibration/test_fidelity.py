@@ -240,3 +240,56 @@ def test_machine_probe_takes_the_pre_load_starts_alone_equivalent() -> None:
     assert machine_probe_s(records, cores=4.0) == pytest.approx(7.0)
     assert machine_probe_s(records[4:], cores=1.5) is None          # none before the load
     assert machine_probe_s(records[:4], cores=1.5) is None          # no load_start
+
+
+def test_only_held_out_runs_count_for_the_targets() -> None:
+    """A run the calibration was read from is recorded but is no test of it."""
+    from dataclasses import replace
+
+    in_sample = replace(_fidelity("a", drain_time_s=-0.5), held_out=False)
+    held_out = _fidelity("b", drain_time_s=0.05)
+    assertions, insane = assess([in_sample, held_out])
+    names = {a["name"] for a in assertions}
+    assert "b: drain_time_s |error| <= 0.15 (relative)" in names
+    assert not any(name.startswith("a:") for name in names) and insane == []
+    assert in_sample.as_dict()["held_out"] is False
+
+
+def test_a_calibration_source_run_is_predicted_as_in_sample(tmp_path: Path) -> None:
+    from pytest_lagscale.twin.params import load_calibration, calibration_path
+
+    name = load_calibration(calibration_path("spark"))["source_runs"][0]
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "benchmark.json").write_text(_golden("spike-ci").read_text())
+    assert predict_run(tmp_path / name, draws=1).held_out is False
+    assert predict_run(_golden("spike-ci"), draws=1).held_out is True
+
+
+def test_the_machine_probe_is_a_known_machine_factor(tmp_path: Path) -> None:
+    """A probe twice the calibration's start-up time doubles the twin's starts; with a
+    run_to_run slope of 1 the engine terms follow it and the drain takes longer."""
+    from dataclasses import replace
+
+    from pytest_lagscale.calibration.fidelity import plan_for
+    from pytest_lagscale.twin.run import params_for
+
+    (tmp_path / "run").mkdir()
+    bench = json.loads(_golden("spike-ci").read_text())
+    (tmp_path / "run" / "benchmark.json").write_text(json.dumps(bench))
+    params = params_for(plan_for(bench))
+    alone = params.cold_start_alone_s
+    events = [{"monotonic_s": 0.0, "event": "replica_started", "replica_id": "r0"},
+              {"monotonic_s": 2 * alone, "event": "engine_ready", "replica_id": "r0"},
+              {"monotonic_s": 100.0, "event": "load_start"}]
+    (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    plain = predict_run(tmp_path / "run", draws=3)
+    probed = predict_run(tmp_path / "run", draws=3, machine_probe=True)
+    assert plain.probe_alone_s is None and probed.probe_alone_s == pytest.approx(2 * alone)
+
+    def cold(result):
+        return next(s for s in result.spans if s.name == "cold_start_s").twin_median
+    assert cold(probed) > 1.5 * cold(plain)
+    sloped = predict_run(tmp_path / "run", draws=3, machine_probe=True,
+                         params=replace(params, run_engine_on_cold_start=1.0))
+    assert (sloped.figure("replica_seconds").median
+            > probed.figure("replica_seconds").median)

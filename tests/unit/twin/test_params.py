@@ -87,3 +87,46 @@ def test_an_engine_without_calibration_is_a_config_error() -> None:
     assert info.value.problems == [
         "--engine: got 'spark-connect', expected one of spark, arrow (the engines the twin has "
         "a calibration for); pick one of them"]
+
+
+def test_run_to_run_is_read_and_checked() -> None:
+    doc = _doc()
+    doc["run_to_run"] = {"cold_start_sd": 0.2, "engine_sd": 0.3, "engine_on_cold_start": 0.8}
+    values = parse_calibration(doc, source="cal.yaml")
+    assert (values["run_cold_start_sd"], values["run_engine_sd"],
+            values["run_engine_on_cold_start"]) == (0.2, 0.3, 0.8)
+    doc["run_to_run"] = {"cold_start_sd": -0.1, "speed": 1}
+    with pytest.raises(ConfigError) as info:
+        parse_calibration(doc, source="cal.yaml")
+    text = "\n".join(info.value.problems)
+    assert "'run_to_run.cold_start_sd': got -0.1, expected a number in [0, 2]" in text
+    assert "run_to_run.speed" in text
+
+
+def test_machine_draw_scales_start_up_and_engine_by_one_factor_per_draw() -> None:
+    """Without run_to_run nothing changes (and no number is drawn); with it each draw has its
+    own machine; a known factor fixes the start-up and moves the engine by the slope."""
+    import math
+    from dataclasses import replace
+
+    import numpy as np
+
+    from pytest_lagscale.twin.params import machine_draw
+
+    base = twin_params(load_deployment(manifest_paths("ci")["deployment"]))
+    rng = np.random.default_rng(0)
+    assert machine_draw(base, rng) is base
+    assert rng.bit_generator.state == np.random.default_rng(0).bit_generator.state
+    varied = replace(base, run_cold_start_sd=0.2, run_engine_sd=0.3, run_engine_on_cold_start=1.0)
+    draws = [machine_draw(varied, np.random.default_rng(i)) for i in range(400)]
+    c = np.log([d.cold_start_alone_s / base.cold_start_alone_s for d in draws])
+    e = np.log([d.per_batch_engine_s / base.per_batch_engine_s for d in draws])
+    assert np.std(c) == pytest.approx(0.2, rel=0.15)
+    assert np.std(e) == pytest.approx(0.3, rel=0.15)
+    assert np.polyfit(c, e, 1)[0] == pytest.approx(1.0, rel=0.2)
+    assert all(not d.varies_by_run for d in draws)
+    known = machine_draw(replace(varied, run_engine_sd=0.2, machine_log_factor=math.log(2.0)),
+                         np.random.default_rng(1))
+    assert known.cold_start_alone_s == pytest.approx(2.0 * base.cold_start_alone_s)
+    assert known.per_batch_engine_s == pytest.approx(2.0 * base.per_batch_engine_s)
+    assert known.engine_s_per_member == pytest.approx(2.0 * base.engine_s_per_member)
