@@ -14,7 +14,7 @@ from ..analyze.skew import counts_by_partition
 from ..analyze.store_rate import read_store_times
 from ..analyze.tables import events_from_records, spike_window
 from ..report.benchjson import Inputs
-from .environment import commit_info, machine_info, versions
+from .environment import machine_info, versions
 from .result import RunResult, run_title
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                                  **({"committed_exactness": committed.to_dict()}
                                     if committed is not None else {})},
                        experiment={"replicas": replicas.to_dict()},
-                       machine_info=machine_info(), commit_info=commit_info(),
+                       machine_info=machine_info(), commit_info=run.commit_info,
                        store_times=store, world=world)
     result.write()
     return result

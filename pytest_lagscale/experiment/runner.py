@@ -46,6 +46,7 @@ from ..contract.rundir import RunDir
 from ..contract.errors import ConfigError, LagscaleError
 from ..contract.eventlog import EventLog
 from ..observe.lag_exporter import partition_lag
+from .environment import commit_info
 from .plan import RunPlan, plan_run
 from .progress import RunProgress
 from .result import RunResult
@@ -200,6 +201,9 @@ class Run:
         self.committed_exactness: Any = None
         #: The spark-connect engine's server URL (the plan's, or the run's own server's).
         self.spark_remote: str | None = plan.spark_remote
+        #: The checkout's commit when the run started (``benchmark.json`` ``commit_info``): the
+        #: replicas load the code then, and a run of an hour must not name a later commit.
+        self.commit_info: dict[str, Any] = commit_info()
 
     def execute(self, stack: ExitStack) -> None:
         """Run every phase; each registers what it starts on ``stack``."""

@@ -52,3 +52,24 @@ def test_a_shared_cluster_gives_the_run_its_own_topic_and_group(tmp_path, kafka,
         return
     assert len(topics) == 2 and len({run.group for run in runs}) == 2
     assert all(t.startswith("events-20261125t000000z-spike-ci-") for t in topics)
+
+
+def test_a_run_names_the_commit_it_started_on(tmp_path, monkeypatch) -> None:
+    """benchmark.json's commit_info is the checkout's when the run started, not when it was
+    written: a run of an hour must not name a commit made while it ran."""
+    from pathlib import Path
+
+    from pytest_lagscale.contract.clock import RealClock
+    from pytest_lagscale.contract.rundir import RunDir
+    from pytest_lagscale.experiment import runner
+    from pytest_lagscale.experiment.plan import plan_run
+    from pytest_lagscale.experiment.settings import RunSettings
+
+    root = Path(__file__).resolve().parents[3]
+    settings = RunSettings(root / "fixtures" / "profiles" / "spike-ci.yaml")
+    monkeypatch.setattr(runner, "commit_info", lambda: {"id": "aaaa", "dirty": False})
+    run = runner.Run(plan_run(settings), RunDir(tmp_path / "20261125T000000Z-spike-ci"),
+                     RealClock(), None)
+    run.events.close()
+    monkeypatch.setattr(runner, "commit_info", lambda: {"id": "bbbb", "dirty": True})
+    assert run.commit_info == {"id": "aaaa", "dirty": False}
