@@ -81,10 +81,10 @@ def report(
 
 
 def held_predictions(runs: list, predictions: list[Path]) -> tuple:
-    """Each pre-registered prediction held against the run of ``runs`` it predicted (the
-    first whose inputs are the prediction's: :func:`pytest_lagscale.calibration.preregistered.
-    hold`), as :class:`.findings.HeldPrediction`; a prediction no run matches is kept with
-    ``run`` None and no rows.
+    """Each pre-registered prediction held against every run of ``runs`` it predicted (those
+    whose inputs are the prediction's: :func:`pytest_lagscale.calibration.preregistered.hold`;
+    two runs of the same inputs are two samples), as :class:`.findings.HeldPrediction`, one per
+    prediction and run; a prediction no run matches is kept once with ``run`` None and no rows.
 
     Raises:
         ConfigError: an unreadable prediction file.
@@ -101,17 +101,16 @@ def held_predictions(runs: list, predictions: list[Path]) -> tuple:
         except (OSError, ValueError) as exc:
             raise ConfigError(f"--prediction: {str(path)!r}: {type(exc).__name__}: {exc}") \
                 from exc
-        match, rows = None, ()
+        written = str(doc.get("written_utc", "?"))
+        commit = str((doc.get("commit") or {}).get("id", "?"))
+        held = []
         for run in runs:
             try:
                 rows = tuple(cells(hold(path, run.path.parent)))
             except ConfigError:
                 continue
-            match = run
-            break
-        out.append(HeldPrediction(path, match, HEADER if match else (), rows,
-                                  str(doc.get("written_utc", "?")),
-                                  str((doc.get("commit") or {}).get("id", "?"))))
+            held.append(HeldPrediction(path, run, HEADER, rows, written, commit))
+        out.extend(held or [HeldPrediction(path, None, (), (), written, commit)])
     return tuple(out)
 
 

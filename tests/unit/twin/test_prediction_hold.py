@@ -91,3 +91,21 @@ def test_the_findings_report_holds_each_prediction_against_its_run(tmp_path: Pat
     missing = CliRunner().invoke(app, ["report", str(run_dir), "--prediction",
                                        str(tmp_path / "nope.json"), "--out", str(out)])
     assert missing.exit_code == 2 and "error: --prediction: " in missing.output
+
+
+def test_the_findings_report_holds_a_prediction_against_every_run_of_its_inputs(
+        tmp_path: Path) -> None:
+    """Two runs of the predicted inputs are two samples: both are held."""
+    import shutil
+
+    prediction, run_dir = _predict_and_run(tmp_path)
+    second = run_dir.with_name(run_dir.name.replace("Z-", "Z-second-", 1))
+    shutil.copytree(run_dir, second)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", str(run_dir), str(second), "--full-scale-draws",
+                                      "0", "--prediction", str(prediction), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = (out / "findings.md").read_text()
+    section = text[text.index("## Full scale: the pre-registered prediction"):]
+    assert f"({run_dir.name})" in section and f"({second.name})" in section
+    assert section.count("| drain_time_s | s |") == 2
