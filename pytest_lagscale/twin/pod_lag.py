@@ -137,14 +137,15 @@ class PodLagMetric:
 
 
 def _started_at(replica: Replica, t: float) -> dict[int, int]:
-    """Records per partition of the batch ``replica`` started at ``t`` (empty if none)."""
+    """Records per partition of the batch ``replica`` started in the tick at ``t`` (empty if
+    none)."""
     batch = replica.batch
-    return batch.counts if batch is not None and abs(batch.start_s - t) < 1e-9 else {}
+    return batch.counts if batch is not None and abs(batch.tick_s - t) < 1e-9 else {}
 
 
 def _between_batches(replica: Replica, t: float) -> bool:
-    """No batch in progress, or the one in progress starts at ``t``."""
-    return replica.batch is None or abs(replica.batch.start_s - t) < 1e-9
+    """No batch in progress, or the one in progress started in the tick at ``t``."""
+    return replica.batch is None or abs(replica.batch.tick_s - t) < 1e-9
 
 
 __all__ = ["GAUGE_REFRESH_S", "SCRAPE_INTERVAL_S", "PodLagMetric"]

@@ -60,6 +60,9 @@ class Batch:
     counts: dict[int, int]
     records: int
     credited: float = 0.0
+    #: the world's time of the tick the batch started in (``start_s`` may lie up to a tick
+    #: before it: a replica is not on the tick grid)
+    tick_s: float = 0.0
 
 
 @dataclass(eq=False)
@@ -84,6 +87,7 @@ class Replica:
     owned: dict[int, float] = field(default_factory=dict)
     batch: Batch | None = None
     next_start_s: float = 0.0
+    waiting_s: float | None = None
     pending_revoke: set[int] = field(default_factory=set)
     rejoin: bool = False
     sigterm_s: float | None = None
@@ -274,14 +278,29 @@ class World:
 
     # -- batches ---------------------------------------------------------------------------
     def _batches(self, replica: Replica, t: float) -> None:
+        """Commit a written batch and start the next one. The real replica is not on the tick
+        grid: it starts its next batch as soon as the last one is written and its trigger
+        interval has passed, so a batch starts at ``max(free, next_start_s)`` (free: when the
+        last batch ended, or since when it waited for its trigger), not at the next tick; on
+        the grid a saturated replica would lose up to a tick per batch (arrow at full scale:
+        1.275 s batches on 0.125 s ticks, 7.8 % of its capacity)."""
+        free_s = replica.waiting_s if replica.waiting_s is not None else t
         if replica.batch is not None and t >= replica.batch.end_s:
+            free_s = replica.batch.end_s
             self._commit(replica, replica.batch, replica.batch.records)
         if replica.batch is None:
             self.group.boundary(replica, t)
-            if replica.phase == "member" and replica.owned and t >= replica.next_start_s:
-                self._start_batch(replica, t)
+            replica.waiting_s = None
+            if replica.phase == "member" and replica.owned:
+                start = max(free_s, replica.next_start_s)
+                if start <= t:
+                    self._start_batch(replica, start, t)
+                else:
+                    replica.waiting_s = free_s
 
-    def _start_batch(self, replica: Replica, t: float) -> None:
+    def _start_batch(self, replica: Replica, t: float, now_s: float) -> None:
+        """Start a batch at ``t`` (seconds; up to a tick before the world's time ``now_s``) of
+        what the replica's fetchable partitions hold."""
         ready = [q for q, at in replica.owned.items() if at <= t]
         avail = {q: int(self.log_end[q] - self.position[q]) for q in ready}
         total = sum(avail.values())
@@ -300,7 +319,7 @@ class World:
         engine_end = t + self.params.engine_s(max(1, members), starting)
         replica.batch = Batch(t, engine_end, self.params.batch_s(records, max(1, members),
                                                                   starting) + t,
-                              {q: n for q, n in counts.items() if n}, records)
+                              {q: n for q, n in counts.items() if n}, records, tick_s=now_s)
         replica.next_start_s = t + self.params.trigger_interval_s
         if not replica.first_record:
             replica.first_record = True

@@ -94,7 +94,7 @@ def _replica(world: World, rid: str, ordinal: int, phase: str, owned: dict[int, 
 def _start_batch(world: World, replica: Replica, t: float, counts: dict[int, int]) -> None:
     for q, n in counts.items():
         world.position[q] += n
-    replica.batch = Batch(t, t + 0.3, t + 5.0, dict(counts), sum(counts.values()))
+    replica.batch = Batch(t, t + 0.3, t + 5.0, dict(counts), sum(counts.values()), tick_s=t)
 
 
 def _end_batch(world: World, replica: Replica) -> None:

@@ -82,3 +82,34 @@ def test_the_controller_events_are_the_policys(spike_run) -> None:
     polls = spike_run.events[spike_run.events["event"] == "keda_poll"]["t_s"].diff().dropna()
     # pollingInterval 2 s on the 1/8 s clock, no drift
     assert polls.round(6).eq(2.0).all()
+
+
+@pytest.mark.parametrize("engine_s, per_record_ms", [(0.025, 0.625), (0.378, 2.5)],
+                         ids=["arrow-full-1.275s-batches", "spark-ci-5.378s-batches"])
+def test_a_saturated_replica_writes_at_its_capacity_not_at_the_tick_grids(
+        spike_plan, engine_s, per_record_ms) -> None:
+    """Batches of 1.275 s (arrow at full scale) on the 0.125 s grid would cycle every 1.375 s,
+    7.8 % under capacity, if a batch could start only on a tick: the real replica starts its
+    next batch as soon as the last one is written."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from pytest_lagscale.twin.load import Production
+    from pytest_lagscale.twin.run import TICK_S, params_for
+    from pytest_lagscale.twin.world import Draw, EventSink, Replica, World
+
+    params = replace(params_for(spike_plan), per_batch_engine_s=engine_s,
+                     engine_s_per_member=0.0, engine_s_per_starting=0.0,
+                     per_record_ms=per_record_ms)
+    ticks = int(3000 / TICK_S)
+    backlog = np.full((ticks + 1, 1), 10_000_000, dtype=np.int64)   # never runs dry
+    prod = Production(tick_s=TICK_S, cumulative=backlog, total_records=10_000_000, end_s=0.0)
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1, 0])))
+    world = World(params, prod, Draw(seed=1, controller_phase_s=0.0, rng=rng), EventSink())
+    world.replicas.append(Replica(rid="r", ordinal=0, started_s=-10.0, work_s=0.0,
+                                  probe_phase_s=0.0, phase="member", owned={0: -1.0}))
+    for k in range(ticks + 1):
+        world.tick(k)
+    rate = int(world.processed[0]) / (ticks * TICK_S)
+    assert rate == pytest.approx(params.capacity_per_s, rel=0.005)
