@@ -318,7 +318,8 @@ def render(doc: dict[str, Any]) -> str:
         "# to a reaction time, peak lag, drain time or replica-seconds. Samples: "
         f"{notes.get('batches', '?')} back-to-back",
         f"# micro-batches (engine time), {notes.get('starts', '?')} cold starts "
-        f"({notes.get('alone_starts', '?')} alone).",
+        f"({notes.get('alone_starts', '?')} alone), "
+        f"{notes.get('runs_with_factors', 0)} runs with a machine factor (run_to_run).",
     ]
     return "\n".join(header) + "\n" + yaml.safe_dump(body, sort_keys=False)
 
