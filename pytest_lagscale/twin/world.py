@@ -283,7 +283,7 @@ class World:
         interval has passed, so a batch starts at ``max(free, next_start_s)`` (free: when the
         last batch ended, or since when it waited for its trigger), not at the next tick; on
         the grid a saturated replica would lose up to a tick per batch (arrow at full scale:
-        1.275 s batches on 0.125 s ticks, 7.8 % of its capacity)."""
+        1.275 s batches on 0.125 s ticks, 7.3 % of its capacity)."""
         free_s = replica.waiting_s if replica.waiting_s is not None else t
         if replica.batch is not None and t >= replica.batch.end_s:
             free_s = replica.batch.end_s

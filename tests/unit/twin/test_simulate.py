@@ -89,7 +89,7 @@ def test_the_controller_events_are_the_policys(spike_run) -> None:
 def test_a_saturated_replica_writes_at_its_capacity_not_at_the_tick_grids(
         spike_plan, engine_s, per_record_ms) -> None:
     """Batches of 1.275 s (arrow at full scale) on the 0.125 s grid would cycle every 1.375 s,
-    7.8 % under capacity, if a batch could start only on a tick: the real replica starts its
+    7.3 % under capacity, if a batch could start only on a tick: the real replica starts its
     next batch as soon as the last one is written."""
     from dataclasses import replace
 
