@@ -24,6 +24,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -78,7 +79,12 @@ logger.request.level = WARN
 
 #: How many ports below the kernel's ephemeral range :func:`free_port` picks among.
 _PICK_SPAN = 12_000
+#: Seconds a port :func:`free_port` handed out is not handed out again in this process: time for
+#: the child it was given to start and bind it (a Spark replica binds after its JVM starts).
+HOLD_S = 600.0
 _random = random.SystemRandom()
+_handed_out: dict[int, float] = {}
+_handed_out_lock = threading.Lock()
 
 
 def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
@@ -98,20 +104,35 @@ def free_port(host: str = "127.0.0.1") -> int:
     and the child's bind (seen in CI: KEDA's metrics gRPC port taken by another test's
     connection, "bind: address already in use"). Below it only another explicit pick can take
     it. Falls back to a port the kernel gives when no pick binds in 50 tries.
+
+    A port handed out is not handed out again by this process for :data:`HOLD_S` seconds, bound
+    or not: between the pick and the child's bind the port is free, and a second caller in that
+    window (a burst of 24 replicas starting together) could otherwise be given the same port
+    (seen at full scale: a replica exited with ``OSError: [Errno 98] Address already in use``).
     """
     low = _ephemeral_low()
     span = (max(1024, low - _PICK_SPAN), low - 1)
-    for _ in range(50 if span[1] > span[0] else 0):
-        port = _random.randint(*span)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
+    with _handed_out_lock:
+        now = time.monotonic()
+        for port, at in list(_handed_out.items()):
+            if now - at >= HOLD_S:
+                del _handed_out[port]
+        for _ in range(50 if span[1] > span[0] else 0):
+            port = _random.randint(*span)
+            if port in _handed_out:
                 continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+            _handed_out[port] = now
             return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+        _handed_out[port] = now
+        return port
 
 
 #: How many times :meth:`EmbeddedKafka.start` picks fresh ports when another process took them.
