@@ -20,7 +20,10 @@ After the load, the run settles (total lag <= the reference lagThreshold, minRep
 replicas, nothing in flight) or gives up after ``settle_timeout_s``.
 
 The timeline has the columns of :mod:`pytest_lagscale.analyze.tables`, one row per 1 s bucket
-``[t_s, t_s + 1)`` from 0: gauges at the bucket start, rates over the bucket.
+``[t_s, t_s + 1)`` from 0: gauges at the bucket start, rates over the bucket. ``total_lag`` is
+what the run's Prometheus holds at the bucket start, as the recorder reads it: the newest of its
+1 s scrapes of the lag exporter, at a scrape phase drawn per draw (a real run's
+``total_lag_age_s`` is one value in [0, 1) s through the run, a different one per run).
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ from .world import World
 
 #: Seconds before the load at which the Deployment starts (minReplicaCount replicas).
 DEPLOY_LEAD_S = 20.0
+#: Seconds between two scrapes of the lag exporter by the run's Prometheus
+#: (``PrometheusServer``'s ``scrape_interval_s`` default, which ``experiment/runner.py`` uses).
+LAG_SCRAPE_INTERVAL_S = 1.0
+#: Key of the draw's stream for the lag exporter's scrape phase (:meth:`~.world.Draw.stream`).
+SCRAPE_STREAM_KEY = 4
 #: Seconds before the load at which the autoscaler makes its first decision (plus the phase).
 AUTOSCALE_LEAD_S = 6.0
 
@@ -96,8 +104,8 @@ class _Timeline:
         self.consumed = 0.0
         self.produced_at_start = 0
 
-    def open(self, t: float, world: World, desired: int) -> None:
-        self.rows.append({"t_s": t, "total_lag": world.total_lag, "desired_replicas": desired,
+    def open(self, t: float, world: World, desired: int, scraped_lag: int) -> None:
+        self.rows.append({"t_s": t, "total_lag": scraped_lag, "desired_replicas": desired,
                           "current_replicas": world.spec_replicas,
                           "ready_replicas": world.ready_replicas})
         self.consumed = 0.0
@@ -268,8 +276,13 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     world.scale(inputs.min_replicas, k0 * tick)
     controller.desired, settled = inputs.min_replicas, False
     switches = list(inputs.switches)
+    per_scrape = max(1, int(round(LAG_SCRAPE_INTERVAL_S / tick)))
+    scrape_phase = int(world.draw.stream(SCRAPE_STREAM_KEY).integers(per_scrape))
+    scraped_lag = 0
     for k in range(k0, k_end + 1):
         t = round(k * tick, 6)  # as World.tick: periodic timers stay on the grid
+        if k % per_scrape == scrape_phase:
+            scraped_lag = world.total_lag
         if k in (k_auto, 0):
             ev.emit(t, "runner", "run_phase", phase="autoscale" if k == k_auto else "load")
         if k >= 0 and k % per_bucket == 0:
@@ -277,7 +290,7 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
             if settled:  # the settled state's own bucket is recorded, as a real run's
                 break
             settled = t > end and _settled(world, inputs)
-            timeline.open(t, world, controller.desired)
+            timeline.open(t, world, controller.desired, scraped_lag)
         _marks_due(world, marks, t)
         world.tick(k)
         controller.observe(k)
@@ -291,4 +304,5 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     return timeline.table(), settled
 
 
-__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "DriveInputs", "PolicySwitch", "drive"]
+__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "LAG_SCRAPE_INTERVAL_S", "SCRAPE_STREAM_KEY",
+           "DriveInputs", "PolicySwitch", "drive"]

@@ -113,3 +113,39 @@ def test_a_saturated_replica_writes_at_its_capacity_not_at_the_tick_grids(
         world.tick(k)
     rate = int(world.processed[0]) / (ticks * TICK_S)
     assert rate == pytest.approx(params.capacity_per_s, rel=0.005)
+
+
+def test_the_timelines_lag_is_prometheus_newest_scrape_at_the_draws_phase(
+        spike_plan, spike_production, monkeypatch) -> None:
+    """A real run's ``total_lag`` is the newest 1 s scrape at the bucket start (its
+    ``total_lag_age_s`` one value in [0, 1) per run): the twin's bucket holds the lag as of its
+    draw's scrape phase, not the lag at the bucket start."""
+    from pytest_lagscale.twin import driver
+    from pytest_lagscale.twin.run import TICK_S
+    from pytest_lagscale.twin.world import World
+
+    true_lag: dict[int, int] = {}
+    worlds: list[World] = []
+    original = World.tick
+
+    def tick(self, k: int) -> None:
+        true_lag[k] = self.total_lag  # what a scrape at tick k reads (before the tick)
+        worlds.append(self)
+        original(self, k)
+
+    monkeypatch.setattr(World, "tick", tick)
+    per_scrape = int(round(driver.LAG_SCRAPE_INTERVAL_S / TICK_S))
+    for draw in range(6):
+        true_lag.clear()
+        worlds.clear()
+        timeline = simulate(spike_plan, seed=7, draw=draw, prod=spike_production).timeline
+        phase = int(worlds[0].draw.stream(driver.SCRAPE_STREAM_KEY).integers(per_scrape))
+        if phase == 0:
+            continue
+        age = per_scrape - phase
+        ticks = [int(round(t / TICK_S)) for t in timeline["t_s"]]
+        expected = [true_lag.get(k - age, 0) for k in ticks]
+        assert timeline["total_lag"].tolist() == expected, draw
+        assert sum(true_lag[k] != e for k, e in zip(ticks, expected) if k in true_lag) > 10
+        return
+    pytest.fail("every draw had scrape phase 0")
