@@ -9,16 +9,17 @@ value lies in the draws' 5-95 % band; per event-level span (cold start, started 
 revoked -> assigned) the medians and the two-sample KS statistic. Runs with an input the twin
 does not model (``fidelity.UNSUPPORTED``: CPU policies, scheduled actions, static membership,
 SIGKILL scale-down, an engine without calibration) are listed, not predicted. With no session
-runs (this file alone) the committed golden runs (``tests/fixtures/golden/*/benchmark.json``)
-are predicted instead.
+runs (this file alone) the committed held-out runs (``tests/fixtures/heldout/*``: two CI-gate runs
+of the calibration's machine and session that the calibration did not see, with their event
+logs) are predicted instead.
 
 Calibrate and validate are split by run: the committed calibrations were read from their
 ``source_runs`` (``calibrated_on`` in the JSON), the targets are held against the other runs
 (``validated_on``: the session's, which are never among them); a run of the calibration's own
 is recorded (``in_sample``) and not counted. The prediction uses the run's machine probe
 (``predict_run(..., machine_probe=True)``: the start-up speed of the replicas the run started
-before its load, what it knew of its machine before the spike; the golden runs have no event
-log and are predicted with the calibration alone).
+before its load, what it knew of its machine before the spike; the held-out fixtures carry
+their event logs, so they have their probe too).
 
 Targets (``fidelity.TARGETS``): |median error| <= 15 % for reaction time, peak lag
 and drain time, <= 10 % for replica-seconds, scale steps within +-2, the measured value inside
@@ -49,8 +50,8 @@ runs: CI of 2026-11-23, reaction 41.6 s against the twin's 27.5 s, and set 3 on 
 40.1 s; given its cold starts the twin predicts that one at 40.6 s): its errors past the band
 are recorded and xfail.
 
-Cost: 30 draws of a ci run take 2-5 s (the twin runs ~2,700x real time); the CI session's 7
-predictable runs about 60 s with both predictions, the 3 golden runs about 20 s: under 90 s.
+Cost: 30 draws of a ci run take 2-5 s (the twin runs ~2,700x real time); the CI gate's 2
+predictable runs about 20 s with both predictions, an acceptance session's 7 about 60 s.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ pytestmark = [pytest.mark.benchmark(group="twin")]
 
 DRAWS = 30
 SEED = 0
-GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "golden"
+HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed by the committed calibration (extracted from both CI runs of 2026-11-23,
 #: /tmp/check1 and /tmp/check) on those runs and the golden runs, reported as xfail with the
@@ -141,7 +142,7 @@ def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
     """The twin's prediction of every predictable ci run against the fidelity targets."""
     paths, source = _session_runs(request.config), "session"
     if not paths:
-        paths, source = sorted(GOLDEN.glob("*/benchmark.json")), "golden"
+        paths, source = sorted(HELD_OUT.glob("*/benchmark.json")), "held-out fixtures"
     started = time.perf_counter()
     results, unsupported = _predict(paths, conditioned=False)
     given, _ = _predict(paths, conditioned=True)

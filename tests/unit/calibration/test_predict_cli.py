@@ -1,5 +1,6 @@
-"""``lagscale twin predict``: a committed golden run predicted within the stated band (exit 0), a
-run doctored past it (exit 1), and bad input (exit 2, nothing simulated)."""
+"""``lagscale twin predict``: a committed held-out run (``tests/fixtures/heldout``: a run of the
+calibration's machine that the calibration did not see) predicted within the stated band
+(exit 0), a run doctored past it (exit 1), and bad input (exit 2, nothing simulated)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typer.testing import CliRunner
 from pytest_lagscale.cli import app
 
 GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
-SPIKE = GOLDEN / "20261123T012454Z-spike-ci"
+HELD_OUT = Path(__file__).resolve().parents[2] / "fixtures" / "heldout"
+SPIKE = HELD_OUT / "20261128T141506Z-spike-ci"
 CPU = GOLDEN / "20261123T013001Z-spike-ci-hpa-cpu-ci"
 
 
@@ -21,7 +23,7 @@ def _predict(*args: object):
                               catch_exceptions=False)
 
 
-def test_a_golden_run_is_predicted_within_the_stated_band() -> None:
+def test_a_held_out_run_is_predicted_within_the_stated_band() -> None:
     result = _predict(SPIKE, "--draws", "5")
     assert result.exit_code == 0, result.output
     assert "spike-ci: real vs twin (5 draws)" in result.output

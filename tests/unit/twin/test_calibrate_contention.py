@@ -40,7 +40,8 @@ def test_a_busier_machine_drains_slower(spike_plan, spike_production) -> None:
 
 
 def test_members_slow_cold_starts(spike_plan, spike_production) -> None:
-    base = with_changes(params_for(spike_plan), cold_start_member_load=0.0, cold_start_jitter=0.0)
+    base = with_changes(params_for(spike_plan), cold_start_member_load=0.0, cold_start_jitter=0.0,
+                        run_cold_start_sd=0.0, run_engine_sd=0.0)
     heavy = with_changes(base, cold_start_member_load=2.0)
     quiet = _engine_ready_s(simulate(spike_plan, base, seed=1, prod=spike_production))
     busy = _engine_ready_s(simulate(spike_plan, heavy, seed=1, prod=spike_production))
