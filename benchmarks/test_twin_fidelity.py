@@ -72,20 +72,16 @@ DRAWS = 30
 SEED = 0
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
-#: Targets missed by the committed calibration (extracted from both CI runs of 2026-11-23,
-#: /tmp/check1 and /tmp/check) on those runs and the golden runs, reported as xfail with the
-#: numbers (docs/twin.md "Fidelity" gives every number). Drain too slow by 16-21 % on the
-#: ceiling runs (their cold starts and engine times were faster than the pooled fit's) and
-#: +17 % on one spike-ci run (-6 % and +6 % on the others); spike-ci-lt5000 drains 18-25 %
-#: fast and peaks 17-19 % low (5 starting replicas: the contention terms, fitted over all
-#: runs, slow it least); spike-ci-lt50 peaks 16-20 % high and takes -3..+2 steps, bursty-ci
-#: flap 3-4 more steps (the small thresholds' lag crossings); spike-ci reaction +16 % on one run
-#: (-2 %, -1 % on the others). The band targets: a draw varies only the controller phase, the
-#: cold-start jitter and the probe phases, so the 5-95 % bands are narrower than the run-to-run
-#: spread (the ceiling runs' have zero width). Remove an entry when the target is met.
+#: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
+#: gives every number). The committed calibration (7 Spark runs of 2026-11-28, ``run_to_run``)
+#: meets the figure targets on both held-out runs of its session (tests/fixtures/heldout:
+#: spike-ci reaction +13.9 %, peak +12.5 %, drain +12.3 %, replica-seconds -2.0 %; bursty-ci
+#: hysteresis peak +1.0 %, replica-seconds -3.1 %) and misses the band targets there (spike-ci's
+#: drain 0.5 s below its band, bursty-ci's peak and replica-seconds 0.2 % and 1.6 % below
+#: theirs). The per-label entries of the other runs are the misses of the first calibration
+#: (2026-11-23) on the acceptance session's runs; those labels are in the new calibration's
+#: own set, so no held-out run has tested them since. Remove an entry when the target is met.
 KNOWN_MISSES = frozenset({
-    "spike-ci: reaction_time_s |error| <= 0.15 (relative)",
-    "spike-ci: drain_time_s |error| <= 0.15 (relative)",
     "ceiling-ci-scaledobject-ceiling-idle-ci: drain_time_s |error| <= 0.15 (relative)",
     "ceiling-ci-scaledobject-ceiling-ci: drain_time_s |error| <= 0.15 (relative)",
     "bursty-ci-scaledobject-flap-ci: scale_steps |error| <= 2 (steps)",
