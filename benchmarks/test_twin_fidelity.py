@@ -73,7 +73,7 @@ SEED = 0
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
-#: gives every number). The committed calibration (7 Spark runs of 2026-11-28, ``run_to_run``)
+#: gives every number). The committed calibration (6 Spark runs of 2026-11-28, ``run_to_run``)
 #: meets the figure targets on both held-out runs of its session (tests/fixtures/heldout:
 #: spike-ci reaction +13.9 %, peak +12.5 %, drain +12.3 %, replica-seconds -2.0 %; bursty-ci
 #: hysteresis peak +1.0 %, replica-seconds -3.1 %) and misses the band targets there (spike-ci's
