@@ -155,11 +155,13 @@ class Replica:
         with self._stop_lock:
             if self.stop_requested.is_set():
                 return
+            # Written before the flag is set: the watcher thread calls this, and a main thread
+            # that saw the flag first wrote its drained (or batch_cut) ahead of the sigterm.
+            self.p.events.emit("sigterm", signal=signal.Signals(signum).name)
             self.stop_requested.set()
             self._watchdog = threading.Timer(self.opts.drain_timeout_s, self._drain_expired)
             self._watchdog.daemon = True
             self._watchdog.start()
-        self.p.events.emit("sigterm", signal=signal.Signals(signum).name)
 
     def _drain_expired(self) -> None:
         joined = self.handler is not None and self.handler.joined

@@ -124,6 +124,50 @@ class LocalSpark(StartStop):
                 self._log = None
 
 
+class WarmingSpark:
+    """A :class:`LocalSpark` started on a thread of its own, so that its JVM start (about 6 s
+    on the 2-core machine) overlaps other work: a run whose part died starts the one its
+    reconciliation needs while it records and stops its parts.
+
+    Args:
+        log_path: as :class:`LocalSpark`.
+
+    ``session(timeout_s)`` waits for the start and returns the SparkSession, or None when the
+    start failed or did not end in time (the caller then starts a session of its own; the
+    failure is logged). ``stop()`` waits for the start to end and stops the JVM; idempotent.
+    """
+
+    def __init__(self, log_path: str | Path | None = None):
+        import threading
+
+        self._spark = LocalSpark(log_path=log_path)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, name="lagscale-warm-spark",
+                                        daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self._spark.start()
+        except BaseException as exc:  # reported by session(); nothing is left running
+            self._error = exc
+
+    def session(self, timeout_s: float = 120.0) -> Any:
+        """The started SparkSession, or None (start failed or still running after
+        ``timeout_s`` seconds)."""
+        self._thread.join(timeout_s)
+        if self._thread.is_alive() or self._error is not None:
+            log.warning("the warm reconciliation session is not there (%s); starting another",
+                        "still starting" if self._error is None else _summary(self._error))
+            return None
+        return self._spark.session
+
+    def stop(self) -> None:
+        """Stop the session and its JVM once the start has ended."""
+        self._thread.join()
+        self._spark.stop()
+
+
 def _summary(exc: BaseException) -> str:
     """One line of an exception: a py4j error's Java exception line, else its first line."""
     try:

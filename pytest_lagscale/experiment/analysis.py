@@ -23,10 +23,11 @@ log = logging.getLogger(__name__)
 WARM_UP_S = 10.0
 
 
-def reconcile_run(layout: Any) -> Any:
+def reconcile_run(layout: Any, spark: Any = None) -> Any:
     """Lost/duplicated on Spark: in the session's shared worker when the plugin enabled one
-    (:mod:`pytest_lagscale.analyze.reconcile_worker`), else in a session of its own; None (and a
-    warning) when the job cannot run here."""
+    (:mod:`pytest_lagscale.analyze.reconcile_worker`), else in ``spark`` (a started
+    SparkSession, left running) or a session of its own; None (and a warning) when the job
+    cannot run here."""
     try:
         from ..analyze.reconcile import reconcile
         from ..analyze.reconcile_worker import in_shared_or_own
@@ -35,7 +36,8 @@ def reconcile_run(layout: Any) -> Any:
         return None
     return in_shared_or_own(
         layout, "reconciled", lambda worker: worker.reconcile(layout.store, layout.manifest_json),
-        lambda: reconcile(layout.store, layout.manifest_json, log_path=layout.reconcile_log))
+        lambda: reconcile(layout.store, layout.manifest_json, spark=spark,
+                          log_path=layout.reconcile_log))
 
 
 def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
@@ -67,7 +69,8 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         committed = getattr(run, "committed_exactness", None)
     else:
         store = read_store_times(layout.store, records, origin_s)
-        reconciliation = reconcile_run(layout)
+        warm = getattr(run, "warm_spark", None)  # started when a part died
+        reconciliation = reconcile_run(layout, None if warm is None else warm.session())
         committed, dips_from = None, "store"
     sources = measured_from(run, dips_from if store is not None else None, reconciliation,
                             committed)

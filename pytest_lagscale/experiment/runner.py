@@ -67,6 +67,8 @@ FIRST_DECISION_SLACK_S = 10.0
 LAG_READ_REQUEST_TIMEOUT_S = 10.0
 #: Seconds a stopping run waits for the producer thread (its flush is bounded by 5 s).
 PRODUCER_STOP_S = 10.0
+#: The part watch's name for the run's own embedded broker.
+BROKER_PART = "kafka"
 #: Seconds between the group observer's looks (describe + committed offsets).
 GROUP_OBSERVER_INTERVAL_S = 0.5
 #: Seconds the run's end waits for the group observer's call in flight (and its admin's close):
@@ -204,6 +206,9 @@ class Run:
         #: The checkout's commit when the run started (``benchmark.json`` ``commit_info``): the
         #: replicas load the code then, and a run of an hour must not name a later commit.
         self.commit_info: dict[str, Any] = commit_info()
+        #: The reconciliation's Spark, started on a thread when a part died (see
+        #: :meth:`_warm_reconciliation`); stopped by :func:`run_plan`.
+        self.warm_spark: Any = None
 
     def execute(self, stack: ExitStack) -> None:
         """Run every phase; each registers what it starts on ``stack``."""
@@ -223,6 +228,7 @@ class Run:
                 phase(self, stack)
             except PartDied:
                 if self.clock.started.is_set() and name in ("load", "settle"):
+                    self._warm_reconciliation()
                     self._record_what_was_seen(stack)
                 if getattr(self.parts.platform, "graceful", None) is not None:
                     # the run is over: no drain (a dead broker takes no commit), replicas go now
@@ -249,7 +255,7 @@ class Run:
         stack.callback(watch.stop)  # before any part is stopped
         cluster = self.parts.cluster
         if getattr(cluster, "process", None) is not None:  # an embedded broker: cannot come back
-            watch.add("kafka", lambda: cluster.process, tail=cluster._log_tail)
+            watch.add(BROKER_PART, lambda: cluster.process, tail=cluster._log_tail)
         watch.start()
 
     def topic_phase(self, stack: ExitStack) -> None:
@@ -429,7 +435,7 @@ class Run:
         plan, cluster = self.plan, self.parts.cluster
         producer_events = EventLog(self.layout.source_events("producer"), source="producer")
         stack.callback(producer_events.close)
-        stop = threading.Event()
+        stop, broker_gone = threading.Event(), threading.Event()
         stack.callback(stop.set)
         marks = threading.Thread(target=self._announce, args=(producer_events, stop),
                                  name="lagscale-phases", daemon=True)
@@ -441,7 +447,8 @@ class Run:
             try:
                 outcome["result"] = produce_profile(
                     replace(plan.profile, topic=self.topic), settings, clock=self.clock,
-                    should_stop=stop.is_set, max_partitions=plan.max_partitions)
+                    should_stop=stop.is_set, acks_lost=broker_gone.is_set,
+                    max_partitions=plan.max_partitions)
             except BaseException as exc:  # re-raised in the main thread
                 outcome["error"] = exc
 
@@ -461,7 +468,9 @@ class Run:
                     self._sync_targets()
                     self._show("load", self._load_lag())
                     producer.join(1.0)
-            except BaseException:
+            except BaseException as exc:
+                if getattr(exc, "part", None) == BROKER_PART:
+                    broker_gone.set()  # no acknowledgement can come: purge at once
                 stop.set()  # the producer stops, waits a few seconds for acks, purges the rest
                 producer.join(PRODUCER_STOP_S)
                 self.actions_done = actions.done
@@ -575,6 +584,23 @@ class Run:
         except Exception as exc:  # the part's death is the run's error, not this
             log.warning("run %s: could not record the timeline after a part died: %s",
                         self.layout.name, exc)
+
+    def _warm_reconciliation(self) -> None:
+        """Start the incomplete run's reconciliation Spark now, on a thread, so its JVM start
+        overlaps recording and stopping the parts (the run must end within seconds of a
+        death); not when the session's shared worker reconciles, nor for a command consumer
+        (reconciled from its output topic while the broker was up)."""
+        from ..analyze.local_spark import WarmingSpark
+        from ..analyze.reconcile_worker import shared_enabled
+
+        if self.plan.deployment.command is None and not shared_enabled():
+            self.warm_spark = WarmingSpark(log_path=self.layout.reconcile_log)
+
+    def stop_warm_spark(self) -> None:
+        """Stop the reconciliation Spark started by :meth:`_warm_reconciliation`, if any."""
+        warm, self.warm_spark = self.warm_spark, None
+        if warm is not None:
+            warm.stop()
 
     # -- helpers -------------------------------------------------------------------------
     def lag_read_timeout_s(self) -> float:
@@ -731,8 +757,10 @@ def run_plan(plan: RunPlan, *, cluster: Any = None, progress: RunProgress | None
             kafka_version = getattr(run.parts.cluster, "version", "unknown")
             broker = dict(getattr(run.parts.cluster, "settings", {}) or {})
     except PartDied as exc:
-        raise PartDied(f"{exc}{_analyse_incomplete(run, str(exc), clock.now() - started_s)}"
-                       ) from None
+        raise PartDied(f"{exc}{_analyse_incomplete(run, str(exc), clock.now() - started_s)}",
+                       exc.part) from None
+    finally:
+        run.stop_warm_spark()
     if not run.clock.started.is_set():
         raise LagscaleError(f"run {layout.root}: the load never started")
     if progress is not None:

@@ -37,7 +37,11 @@ TAIL_LINES = 10
 
 class PartDied(LagscaleError):
     """A part the run manages exited and cannot come back; the message names it, its exit
-    status and its log tail."""
+    status and its log tail, and :attr:`part` is its name (``"kafka"`` for the broker)."""
+
+    def __init__(self, message: str, part: str | None = None):
+        super().__init__(message)
+        self.part = part
 
 
 @dataclass
@@ -179,5 +183,5 @@ class PartWatch:
                     if tail else "")
             last = f"; log tail: {last}" if last else ""
             self.failure = PartDied(f"{part.name} {how}{extra}: the run cannot go on without it"
-                                    f"{last}")
+                                    f"{last}", part.name)
             log.error("%s", self.failure)

@@ -144,6 +144,7 @@ INTERRUPTED_FLUSH_S = 5.0
 def produce_profile(profile: Profile, settings: ProduceSettings, *,
                     clock: Clock | None = None,
                     should_stop: Callable[[], bool] = lambda: False,
+                    acks_lost: Callable[[], bool] = lambda: False,
                     progress: Callable[[float, int], None] | None = None,
                     max_partitions: int | None = None) -> ProduceResult:
     """Produce ``profile`` to its topic under the open model and wait for acknowledgements.
@@ -153,6 +154,8 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
         settings: broker address and producer tuning.
         clock: pacing clock (default: ``RealClock``).
         should_stop: polled every tick; True ends the run early (report ``interrupted``).
+        acks_lost: polled while a stopped run waits for acknowledgements; True (the broker
+            that would send them is gone) purges what is unacknowledged at once.
         progress: called as ``progress(elapsed_s, sent_records)`` every 10 s of the run.
         max_partitions: the most partitions the topic gets during the run (a scheduled
             ``increase_partitions``); the manifest covers that many. Default: the profile's.
@@ -185,7 +188,8 @@ def produce_profile(profile: Profile, settings: ProduceSettings, *,
     # a stopped run (Ctrl-C, a part of the run died) waits a few seconds for acknowledgements,
     # not the whole flush timeout: what is not acknowledged by then is purged and not counted
     flush_s = _flush(producer, min(settings.flush_timeout_s, INTERRUPTED_FLUSH_S)
-                     if pacing.interrupted else settings.flush_timeout_s)
+                     if pacing.interrupted else settings.flush_timeout_s,
+                     acks_lost if pacing.interrupted else None)
     if sink.queue_full_waits:
         log.warning("%s: the client queue was full %d times", profile.topic,
                     sink.queue_full_waits)
@@ -234,9 +238,11 @@ def _check_topic(producer: Any, profile: Profile, timeout_s: float) -> None:
                           f"topic or set partitions to {len(meta.partitions)}")
 
 
-def flush(producer: Any, timeout_s: float, step_s: float = 0.5) -> int:
-    """``producer.flush(timeout_s)`` in steps of ``step_s`` seconds; returns what is still
-    queued (messages + requests, as ``Producer.flush``).
+def flush(producer: Any, timeout_s: float, step_s: float = 0.5,
+          give_up: Callable[[], bool] | None = None) -> int:
+    """``producer.flush(timeout_s)`` in steps of ``step_s`` seconds, ended early once
+    ``give_up()`` is True; returns what is still queued (messages + requests, as
+    ``Producer.flush``).
 
     Ctrl-C during one long ``Producer.flush`` surfaces as ``SystemError: ... returned NULL
     without setting an exception`` (confluent-kafka 2.x, seen in a pytest session that then
@@ -246,16 +252,21 @@ def flush(producer: Any, timeout_s: float, step_s: float = 0.5) -> int:
     deadline = time.monotonic() + timeout_s
     while True:
         remaining = producer.flush(max(0.0, min(step_s, deadline - time.monotonic())))
-        if remaining == 0 or time.monotonic() >= deadline:
+        if remaining == 0 or time.monotonic() >= deadline or (give_up and give_up()):
             return remaining
 
 
-def _flush(producer: Any, timeout_s: float) -> float:
-    """Wait for acknowledgements; purge (and so fail) what is left after ``timeout_s``."""
+def _flush(producer: Any, timeout_s: float, acks_lost: Callable[[], bool] | None = None
+           ) -> float:
+    """Wait for acknowledgements; purge (and so fail) what is left after ``timeout_s``, or
+    as soon as ``acks_lost()`` is True."""
     started = time.monotonic()
-    remaining = flush(producer, timeout_s)
+    remaining = flush(producer, timeout_s, give_up=acks_lost)
     if remaining:
-        log.warning("%d records unacknowledged after %g s; purging them", remaining, timeout_s)
+        waited_s = time.monotonic() - started
+        why = "; the broker is gone" if acks_lost is not None and acks_lost() else ""
+        log.warning("%d records unacknowledged after %.1f s%s; purging them", remaining,
+                    waited_s, why)
         producer.purge()
         flush(producer, 10.0)
     return time.monotonic() - started

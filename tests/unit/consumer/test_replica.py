@@ -333,3 +333,22 @@ def test_a_drain_gives_up_settling_after_its_bound_and_the_revoke_abandons_the_o
     assert 0 < settled["waited_s"] <= 5.0 + 0.5
     abandoned = next(e for e in events if e["event"] == "commit_abandoned")
     assert abandoned["offsets"] == {"0": 3}
+
+
+def test_the_sigterm_event_is_written_before_the_drain_can_start(tmp_path) -> None:
+    """The stop-signal watcher is a thread of its own: a main thread that saw the stop flag
+    before the sigterm line was written would write drained first (seen in CI as a drain log
+    of sigterm, closed, exited). The line is written while the flag is still clear."""
+    replica = _replica(tmp_path, FakeConsumer(partitions=[0]), FakeClock())
+    seen: list[tuple[str, bool]] = []
+    emit = replica.p.events.emit
+
+    def recording_emit(event: str, **fields):
+        seen.append((event, replica.stop_requested.is_set()))
+        return emit(event, **fields)
+
+    replica.p.events.emit = recording_emit
+    replica._on_signal(signal.SIGTERM, None)
+    replica._on_signal(signal.SIGTERM, None)  # once
+    assert seen == [("sigterm", False)] and replica.stop_requested.is_set()
+    replica._watchdog.cancel()

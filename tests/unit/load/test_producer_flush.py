@@ -28,3 +28,11 @@ def test_flush_gives_up_at_the_deadline_with_what_is_left() -> None:
     client = _Queue(queued=10, per_call=0)
     assert flush(client, 0.0, step_s=0.5) == 10
     assert client.timeouts == [0.0]
+
+
+def test_flush_ends_at_the_first_step_after_give_up_with_what_is_left() -> None:
+    """A stopped run whose broker died purges at once: no acknowledgement can come."""
+    client = _Queue(queued=10, per_call=1)
+    gone = iter([False, True])
+    assert flush(client, 60.0, step_s=0.5, give_up=lambda: next(gone)) == 8
+    assert len(client.timeouts) == 2
