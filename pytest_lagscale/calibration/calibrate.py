@@ -103,14 +103,16 @@ def fit_engine(samples: np.ndarray) -> tuple[float, float, float]:
     return (max(0.0, float(beta[0])), float(slopes.get(1, 0.0)), float(slopes.get(2, 0.0)))
 
 
-def start_segments(facts: RunFacts) -> list[tuple[float, np.ndarray]]:
-    """Per start: ``(duration_s, segments)``, segments rows ``(dt_s, starting incl. itself,
-    members)`` over its ``replica_started -> engine_ready``."""
+def start_segments(facts: RunFacts, since_s: float | None = None
+                   ) -> list[tuple[float, np.ndarray]]:
+    """Per start (at or after ``since_s`` when given): ``(duration_s, segments)``, segments
+    rows ``(dt_s, starting incl. itself, members)`` over its ``replica_started ->
+    engine_ready``."""
     changes = facts.change_times()
     out = []
     for rid, life in facts.lifecycles.items():
         t0, t1 = life.get("replica_started"), life.get("engine_ready")
-        if t0 is None or t1 is None or t1 <= t0:
+        if t0 is None or t1 is None or t1 <= t0 or (since_s is not None and t0 < since_s):
             continue
         cuts = np.concatenate(([t0], changes[(changes > t0) & (changes < t1)], [t1]))
         rows = []
@@ -200,6 +202,32 @@ def run_to_run(cold_logs: Sequence[np.ndarray], engine: Sequence[np.ndarray],
             "engine_on_cold_start": slope, "jitter": jitter, "runs": float(len(pairs))}
 
 
+def probe_error(facts: RunFacts, alone_s: float, cores: float, member_load: float
+                ) -> float | None:
+    """A run's machine probe (:func:`~.fidelity.machine_probe_s`: the replicas started before
+    ``load_start``, alone-equivalent) as a log factor, minus the median log factor of its
+    starts after ``load_start`` at the fitted contention; None without a probe or with fewer
+    than :data:`MIN_RUN_STARTS` later starts."""
+    load = facts.load_start_s
+    if not math.isfinite(load):
+        return None
+    before = [life["engine_ready"] - life["replica_started"]
+              for life in facts.lifecycles.values()
+              if life.get("replica_started", math.inf) < load and "engine_ready" in life]
+    later = start_logs(start_segments(facts, since_s=load), alone_s, cores, member_load)
+    if not before or len(later) < MIN_RUN_STARTS:
+        return None
+    probe = statistics.median(before) * min(1.0, cores / len(before))
+    return math.log(probe / alone_s) - float(np.median(later))
+
+
+def probe_sd(errors: Sequence[float | None]) -> float | None:
+    """The sample standard deviation of the runs' :func:`probe_error`, or None with fewer than
+    :data:`MIN_RUNS` of them: ``run_to_run.probe_sd``, a one-start probe's measurement error."""
+    known = [e for e in errors if e is not None]
+    return float(np.std(known, ddof=1)) if len(known) >= MIN_RUNS else None
+
+
 def _span(facts: RunFacts, a: str, b: str, after_load: bool = False) -> list[float]:
     out = []
     for life in facts.lifecycles.values():
@@ -277,6 +305,8 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
                        for run in starts], per_run, (base, per_member, per_starting))
     if runs is not None:
         cold["jitter"] = min(1.0, runs["jitter"])
+        runs["probe_sd"] = probe_sd([probe_error(f, cold["alone_s"], cold["cores"],
+                                                 cold["member_load"]) for f in mine])
     group = group_values(mine)
     r = lambda v, n=3: round(float(v), n)  # noqa: E731
     doc = {
@@ -299,6 +329,8 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         doc["run_to_run"] = {"cold_start_sd": r(runs["cold_start_sd"], 2),
                              "engine_sd": r(runs["engine_sd"], 2),
                              "engine_on_cold_start": r(runs["engine_on_cold_start"], 2)}
+        if runs["probe_sd"] is not None:
+            doc["run_to_run"]["probe_sd"] = r(runs["probe_sd"], 2)
     return doc
 
 

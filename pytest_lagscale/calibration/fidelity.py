@@ -319,14 +319,15 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     real = spans(records)
     probe = machine_probe_s(records, params.cold_start_cores) if machine_probe else None
     if probe is not None and probe > 0:
-        params = replace(params, machine_log_factor=math.log(probe / params.cold_start_alone_s))
+        params = replace(params, machine_log_factor=math.log(probe / params.cold_start_alone_s),
+                         machine_log_factor_sd=params.run_probe_sd)
     result, twin = _draws(plan, params, seed, draws)
     scale = None
     real_cold, twin_cold = real.get("cold_start_s"), twin.get("cold_start_s")
     if condition_on_cold_start and real_cold and twin_cold:
         scale = statistics.median(real_cold) / statistics.median(twin_cold)
-        params = replace(params, machine_log_factor=(params.machine_log_factor or 0.0)
-                         + math.log(scale))
+        params = replace(params, machine_log_factor=(params.machine_log_factor_mean or 0.0)
+                         + math.log(scale), machine_log_factor_sd=0.0)
         result, twin = _draws(plan, params, seed, draws)
     figures = tuple(figure_check(name, _measured(bench, name), result.distribution[name])
                     for name in HEADLINE)

@@ -21,7 +21,8 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
       round_s: {eager: 0.84, cooperative: 0.84}   # classic JoinGroup+SyncGroup round
       heartbeat_s: 1.0           # KIP-848 heartbeat interval
     cpu: {idle_millicores: 6, cpu_s_per_1000_records: 0.033}  # optional: for CPU policies
-    run_to_run: {cold_start_sd: 0.2, engine_sd: 0.3, engine_on_cold_start: 0.8}  # optional
+    run_to_run: {cold_start_sd: 0.2, engine_sd: 0.3, engine_on_cold_start: 0.8,
+                 probe_sd: 0.1}  # optional
 
 The ``optional`` keys default to what a file without them meant (constant engine time, starts
 slowed by other starts only, no CPU model, one machine speed in every draw); the run's own inputs
@@ -88,8 +89,13 @@ class TwinParams:
         run_engine_sd: standard deviation of a run's log engine-time factor.
         run_engine_on_cold_start: slope of a run's log engine factor on its log start-up
             factor (a slow start-up comes with slow batches on a busy machine).
+        run_probe_sd: standard deviation of a machine probe's log start-up factor about its
+            run's (the run's starts after the probe): a one-start probe's measurement error.
         machine_log_factor: the run's log start-up factor when it is known (a machine probe
             or the run's own cold starts); None: each draw draws one (:func:`machine_draw`).
+        machine_log_factor_sd: the measurement error (sd) of a known
+            :attr:`machine_log_factor`: 0 takes it as exact; a probe's is
+            :attr:`run_probe_sd`, and each draw then draws the factor from its posterior.
         source: the calibration file.
         source_runs: run directories the calibration came from.
         machine: the machine the calibration was measured on.
@@ -120,7 +126,9 @@ class TwinParams:
     run_cold_start_sd: float = 0.0
     run_engine_sd: float = 0.0
     run_engine_on_cold_start: float = 0.0
+    run_probe_sd: float = 0.0
     machine_log_factor: float | None = None
+    machine_log_factor_sd: float = 0.0
     source: str = ""
     source_runs: tuple[str, ...] = ()
     machine: Mapping[str, Any] = field(default_factory=dict)
@@ -150,6 +158,14 @@ class TwinParams:
         """A draw changes the machine's speed (:func:`machine_draw` has something to do)."""
         return bool(self.run_cold_start_sd or self.run_engine_sd
                     or self.machine_log_factor is not None)
+
+    @property
+    def machine_log_factor_mean(self) -> float | None:
+        """The known machine factor's posterior mean (see :func:`machine_draw`), or None."""
+        m, s, sd = self.machine_log_factor, self.machine_log_factor_sd, self.run_cold_start_sd
+        if m is None or s <= 0:
+            return m
+        return m * sd ** 2 / (sd ** 2 + s ** 2)
 
     @property
     def capacity_per_s(self) -> float:
@@ -229,8 +245,8 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
                                      "round_s", "heartbeat_s"), p)
     cpu = _section(doc, "cpu", ("idle_millicores", "cpu_s_per_1000_records"), p)
-    runs_sd = _section(doc, "run_to_run", ("cold_start_sd", "engine_sd", "engine_on_cold_start"),
-                       p)
+    runs_sd = _section(doc, "run_to_run", ("cold_start_sd", "engine_sd", "engine_on_cold_start",
+                                           "probe_sd"), p)
     rounds = mapping(group.get("round_s", {}), "group.round_s", p) or {}
     p.unknown_keys(rounds, "group.round_s", ("eager", "cooperative"))
     values = dict(
@@ -255,7 +271,8 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
                                     "(sd of a log factor)"),
         run_engine_sd=_optional(runs_sd, "engine_sd", "run_to_run", p, 2, "(sd of a log factor)"),
         run_engine_on_cold_start=_optional(runs_sd, "engine_on_cold_start", "run_to_run", p, 4,
-                                           "(slope)"))
+                                           "(slope)"),
+        run_probe_sd=_optional(runs_sd, "probe_sd", "run_to_run", p, 2, "(sd of a log factor)"))
     if cpu:
         values.update(
             cpu_idle_millicores=_number(cpu, "idle_millicores", "cpu", p, 0, 64_000,
@@ -320,7 +337,10 @@ def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | N
 
 def machine_draw(params: TwinParams, rng: Any) -> TwinParams:
     """``params`` for one draw's machine: the start-up time ``cold_start_alone_s`` x exp(z_c)
-    and the engine terms x exp(z_e), with z_c = :attr:`~TwinParams.machine_log_factor` when known,
+    and the engine terms x exp(z_e), with z_c = :attr:`~TwinParams.machine_log_factor` m when
+    known exactly, drawn from its posterior N(k m, k s^2), k = sd^2 / (sd^2 + s^2), when it was
+    measured with error s = :attr:`~TwinParams.machine_log_factor_sd` (a normal prior
+    N(0, sd^2), sd = ``run_cold_start_sd``, and a normal measurement),
     else ~ N(0, ``run_cold_start_sd``), and z_e = ``run_engine_on_cold_start`` x z_c + N(0, r),
     r = sqrt(max(0, ``run_engine_sd``^2 - slope^2 x ``run_cold_start_sd``^2)) (the engine's
     variance not explained by the start-up's). Unchanged (and ``rng`` unused) when
@@ -335,8 +355,15 @@ def machine_draw(params: TwinParams, rng: Any) -> TwinParams:
     if not params.varies_by_run:
         return params
     slope = params.run_engine_on_cold_start
-    z_c = (params.machine_log_factor if params.machine_log_factor is not None
-           else float(rng.normal(0.0, params.run_cold_start_sd)))
+    known, error_sd, prior_sd = (params.machine_log_factor, params.machine_log_factor_sd,
+                                 params.run_cold_start_sd)
+    if known is None:
+        z_c = float(rng.normal(0.0, prior_sd))
+    elif error_sd > 0:
+        k = prior_sd ** 2 / (prior_sd ** 2 + error_sd ** 2)
+        z_c = float(rng.normal(params.machine_log_factor_mean, math.sqrt(k) * error_sd))
+    else:
+        z_c = known
     rest = math.sqrt(max(0.0, params.run_engine_sd ** 2 - (slope * params.run_cold_start_sd) ** 2))
     z_e = slope * z_c + (float(rng.normal(0.0, rest)) if rest else 0.0)
     engine = math.exp(z_e)
@@ -344,7 +371,8 @@ def machine_draw(params: TwinParams, rng: Any) -> TwinParams:
                    per_batch_engine_s=params.per_batch_engine_s * engine,
                    engine_s_per_member=params.engine_s_per_member * engine,
                    engine_s_per_starting=params.engine_s_per_starting * engine,
-                   run_cold_start_sd=0.0, run_engine_sd=0.0, machine_log_factor=None)
+                   run_cold_start_sd=0.0, run_engine_sd=0.0, machine_log_factor=None,
+                   machine_log_factor_sd=0.0)
 
 
 def with_changes(params: TwinParams, **changes: Any) -> TwinParams:

@@ -233,3 +233,19 @@ def test_calibrate_writes_run_to_run_only_from_three_runs(tmp_path: Path) -> Non
     parsed = parse_calibration(yaml.safe_load(render(one)), source="x")
     assert (parsed["run_cold_start_sd"], parsed["run_engine_sd"],
             parsed["run_engine_on_cold_start"]) == (0.0, 0.0, 0.0)
+
+
+def test_the_probe_error_is_the_pre_load_start_against_the_runs_later_starts(
+        tmp_path: Path) -> None:
+    """r1 starts alone before load_start in 5.0 s; r2 and r3 start together after it in 9.0 s
+    beside one member (at cores 1, member_load 0: 4.5 s alone-equivalent each): the probe reads
+    the machine log(5.0 / 4.5) slower than its later starts; probe_sd needs three runs."""
+    from pytest_lagscale.calibration.calibrate import probe_error, probe_sd
+
+    facts = read_run(make_run(tmp_path))
+    error = probe_error(facts, alone_s=5.0, cores=1.0, member_load=0.0)
+    assert error == pytest.approx(math.log(5.0 / 4.5))
+    assert probe_error(facts, alone_s=5.0, cores=1.0, member_load=1.0) == \
+        pytest.approx(math.log(5.0 / 3.0))  # 9 s at 1 / (2 + 1) of a core
+    assert probe_sd([error, None, 0.0]) is None
+    assert probe_sd([0.1, -0.1, 0.0]) == pytest.approx(0.1)

@@ -266,8 +266,9 @@ def test_a_calibration_source_run_is_predicted_as_in_sample(tmp_path: Path) -> N
 
 
 def test_the_machine_probe_is_a_known_machine_factor(tmp_path: Path) -> None:
-    """A probe twice the calibration's start-up time doubles the twin's starts; with a
-    run_to_run slope of 1 the engine terms follow it and the drain takes longer."""
+    """A probe twice the calibration's start-up time, taken as exact (probe_sd 0), doubles the
+    twin's starts; with a run_to_run slope of 1 the engine terms follow it and the drain takes
+    longer. Measured with the calibration's probe_sd, it moves them part of the way."""
     from dataclasses import replace
 
     from pytest_lagscale.calibration.fidelity import plan_for
@@ -276,19 +277,23 @@ def test_the_machine_probe_is_a_known_machine_factor(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     bench = json.loads(_golden("spike-ci").read_text())
     (tmp_path / "run" / "benchmark.json").write_text(json.dumps(bench))
-    params = params_for(plan_for(bench))
+    measured = params_for(plan_for(bench))
+    assert measured.run_probe_sd > 0
+    params = replace(measured, run_probe_sd=0.0)
     alone = params.cold_start_alone_s
     events = [{"monotonic_s": 0.0, "event": "replica_started", "replica_id": "r0"},
               {"monotonic_s": 2 * alone, "event": "engine_ready", "replica_id": "r0"},
               {"monotonic_s": 100.0, "event": "load_start"}]
     (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    plain = predict_run(tmp_path / "run", draws=3)
-    probed = predict_run(tmp_path / "run", draws=3, machine_probe=True)
+    plain = predict_run(tmp_path / "run", draws=3, params=params)
+    probed = predict_run(tmp_path / "run", draws=3, machine_probe=True, params=params)
     assert plain.probe_alone_s is None and probed.probe_alone_s == pytest.approx(2 * alone)
 
     def cold(result):
         return next(s for s in result.spans if s.name == "cold_start_s").twin_median
     assert cold(probed) > 1.5 * cold(plain)
+    partly = predict_run(tmp_path / "run", draws=3, machine_probe=True, params=measured)
+    assert cold(plain) < cold(partly) < cold(probed)
     sloped = predict_run(tmp_path / "run", draws=3, machine_probe=True,
                          params=replace(params, run_engine_on_cold_start=1.0))
     assert (sloped.figure("replica_seconds").median

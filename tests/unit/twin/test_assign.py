@@ -31,3 +31,19 @@ def test_sticky_is_balanced_complete_and_keeps_what_it_can(members: int) -> None
 def test_sticky_moves_nothing_when_already_balanced() -> None:
     owned = {"a": [0, 5], "b": [1, 2], "c": [3, 4]}
     assert sticky_assign(["a", "b", "c"], 6, owned) == owned
+
+
+def test_cooperative_sticky_gives_up_its_lowest_partitions_as_librdkafka_does() -> None:
+    """Observed in every revocation of 13 real cooperative-sticky runs (docs/twin.md "Group"):
+    a member over quota keeps its highest-numbered partitions; the default keeps the lowest."""
+    from pytest_lagscale.twin.assign import assign
+
+    owned = {"r1": [0, 1, 2, 3, 4, 5, 6, 7]}
+    assert assign("cooperative-sticky", ["r1", "r2"], 8, owned) == \
+        {"r1": [4, 5, 6, 7], "r2": [0, 1, 2, 3]}
+    assert sticky_assign(["r1", "r2"], 8, owned) == {"r1": [0, 1, 2, 3], "r2": [4, 5, 6, 7]}
+    # under quota: everything it owns is kept, whatever the side
+    assert sticky_assign(["a", "b"], 6, {"a": [4], "b": [0, 1, 2, 3, 5]}, keep="highest") == \
+        {"a": [0, 1, 4], "b": [2, 3, 5]}
+    with pytest.raises(ValueError, match="keep: got 'middle'"):
+        sticky_assign(["a"], 2, {}, keep="middle")

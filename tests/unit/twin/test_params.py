@@ -131,3 +131,28 @@ def test_machine_draw_scales_start_up_and_engine_by_one_factor_per_draw() -> Non
     assert known.cold_start_alone_s == pytest.approx(2.0 * base.cold_start_alone_s)
     assert known.per_batch_engine_s == pytest.approx(2.0 * base.per_batch_engine_s)
     assert known.engine_s_per_member == pytest.approx(2.0 * base.engine_s_per_member)
+
+
+def test_a_measured_machine_factor_is_drawn_from_its_posterior() -> None:
+    """A probe m with measurement sd s under the run-to-run prior N(0, sd^2): each draw's
+    factor ~ N(k m, k s^2), k = sd^2 / (sd^2 + s^2) (equal sds: half-way, sd s / sqrt 2); an
+    exact one (s = 0) is m in every draw."""
+    import math
+    from dataclasses import replace
+
+    import numpy as np
+
+    from pytest_lagscale.twin.params import machine_draw
+
+    base = replace(twin_params(load_deployment(manifest_paths("ci")["deployment"])),
+                   run_cold_start_sd=0.16, run_engine_sd=0.0, run_engine_on_cold_start=0.0)
+    probed = replace(base, machine_log_factor=0.4, machine_log_factor_sd=0.16)
+    assert probed.machine_log_factor_mean == pytest.approx(0.2)
+    c = np.log([machine_draw(probed, np.random.default_rng(i)).cold_start_alone_s
+                / base.cold_start_alone_s for i in range(1000)])
+    assert np.mean(c) == pytest.approx(0.2, abs=0.01)
+    assert np.std(c) == pytest.approx(0.16 / math.sqrt(2), rel=0.1)
+    exact = replace(probed, machine_log_factor_sd=0.0)
+    assert exact.machine_log_factor_mean == 0.4
+    assert machine_draw(exact, np.random.default_rng(0)).cold_start_alone_s == \
+        pytest.approx(math.exp(0.4) * base.cold_start_alone_s)
