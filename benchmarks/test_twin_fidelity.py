@@ -9,8 +9,8 @@ value lies in the draws' 5-95 % band; per event-level span (cold start, started 
 revoked -> assigned) the medians and the two-sample KS statistic. Runs with an input the twin
 does not model (``fidelity.UNSUPPORTED``: CPU policies, scheduled actions, static membership,
 SIGKILL scale-down, an engine without calibration) are listed, not predicted. With no session
-runs (this file alone) the committed held-out runs (``tests/fixtures/heldout/*``: two CI-gate runs
-of the calibration's machine and session that the calibration did not see, with their event
+runs (this file alone) the committed held-out runs (``tests/fixtures/heldout/*``: two pairs of
+CI-gate runs of the calibration's machine that the calibration did not see, with their event
 logs) are predicted instead.
 
 Calibrate and validate are split by run: the committed calibrations were read from their
@@ -73,21 +73,21 @@ SEED = 0
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
-#: gives every number). The committed calibration (6 Spark runs of 2026-11-28, ``run_to_run``)
-#: meets the figure targets on both held-out runs of its session (tests/fixtures/heldout:
-#: spike-ci reaction +13.9 %, peak +12.5 %, drain +12.3 %, replica-seconds -2.0 %; bursty-ci
-#: hysteresis peak +1.0 %, replica-seconds -3.1 %) and misses the band targets there (spike-ci's
-#: drain 0.5 s below its band, bursty-ci's peak and replica-seconds 0.2 % and 1.6 % below
-#: theirs). On the gate's later runs on the same machine it missed: spike-ci drain +20.3 % and
-#: bursty-ci peak -19.0 % (the CI of e3bf8ab); spike-ci reaction +34.6 %, peak +31.8 %, drain
-#: +31.3 %, bursty-ci peak +18.7 % (the gate again: a noisy one-start probe). The per-label entries of the other runs are the misses of the first calibration
-#: (2026-11-23) on the acceptance session's runs; those labels are in the new calibration's
-#: own set, so no held-out run has tested them since. Remove an entry when the target is met.
+#: gives every number). The committed calibration (6 Spark runs of 2026-11-28, ``run_to_run``
+#: with the probe's error, the replica's warm-up; cooperative-sticky keeping its highest
+#: partitions) meets every figure target on the first held-out pair (spike-ci reaction +3.0 %,
+#: peak -0.3 %, drain -4.1 %, replica-seconds -4.6 %; bursty-ci peak +3.4 %, replica-seconds
+#: -4.9 %) and misses two on the second (the CI of e30f60f: spike-ci reaction and drain +20.0 %
+#: each; peak +4.4 %, replica-seconds +3.7 %; bursty-ci +4.7 %, -5.4 %); the band targets
+#: are missed on both (the draws' spread is narrower than the runs'). Before those changes it
+#: missed spike-ci's reaction, peak and drain on the gate's runs by up to 35 % (the peak
+#: entries are gone: met on both pairs since). The per-label
+#: entries of the other runs are the misses of the first calibration (2026-11-23) on the
+#: acceptance session's runs; those labels are in the new calibration's own set, so no held-out
+#: run has tested them since. Remove an entry when the target is met.
 KNOWN_MISSES = frozenset({
     "spike-ci: reaction_time_s |error| <= 0.15 (relative)",
-    "spike-ci: peak_lag_records |error| <= 0.15 (relative)",
     "spike-ci: drain_time_s |error| <= 0.15 (relative)",
-    "bursty-ci-scaledobject-hysteresis-ci: peak_lag_records |error| <= 0.15 (relative)",
     "ceiling-ci-scaledobject-ceiling-idle-ci: drain_time_s |error| <= 0.15 (relative)",
     "ceiling-ci-scaledobject-ceiling-ci: drain_time_s |error| <= 0.15 (relative)",
     "bursty-ci-scaledobject-flap-ci: scale_steps |error| <= 2 (steps)",

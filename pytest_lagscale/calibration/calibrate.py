@@ -59,11 +59,13 @@ def _processing(facts: RunFacts) -> tuple[float, int, int, float]:
 
 
 def engine_samples(facts: RunFacts) -> np.ndarray:
-    """Rows ``(overhead_s, members - 1, starting)`` of a run's back-to-back batches."""
+    """Rows ``(overhead_s, members - 1, starting, batch)`` of a run's back-to-back batches;
+    ``batch`` is the batch's number among its replica's batches in the store (1 = first)."""
     if facts.batches.empty:
-        return np.empty((0, 3))
+        return np.empty((0, 4))
     process_ms, inflight, max_batch, trigger_s = _processing(facts)
-    b = facts.batches
+    b = facts.batches.sort_values(["replica_id", "start_s"])
+    b = b.assign(batch=b.groupby("replica_id").cumcount() + 1)
     cycle = b["next_start_s"] - b["start_s"]
     keep = ((cycle > trigger_s + 0.05) & (b["records"] >= max_batch / 2)
             & (b["next_start_s"] - b["write_end_s"] <= MAX_GAP_S))
@@ -71,16 +73,26 @@ def engine_samples(facts: RunFacts) -> np.ndarray:
     for rec, c in zip(b[keep].itertuples(), cycle[keep]):
         members, starting = facts.counts_at(rec.start_s)
         overhead = c - math.ceil(rec.records / inflight) * process_ms / 1000.0
-        rows.append((overhead, max(0, members - 1), starting))
-    return np.array(rows, dtype=float).reshape(-1, 3)
+        rows.append((overhead, max(0, members - 1), starting, rec.batch))
+    return np.array(rows, dtype=float).reshape(-1, 4)
 
 
-def fit_engine(samples: np.ndarray) -> tuple[float, float, float]:
+def warmup_factors(samples: np.ndarray, extra: float, batches: float) -> np.ndarray:
+    """Each sample's warm-up factor ``1 + extra x exp(-(batch - 1) / batches)`` (1 for
+    samples without a batch column), as ``TwinParams.warmup_factor``."""
+    if samples.shape[1] < 4 or not extra:
+        return np.ones(len(samples))
+    return 1.0 + extra * np.exp(-(np.maximum(samples[:, 3], 1.0) - 1.0) / batches)
+
+
+def fit_engine(samples: np.ndarray, scale: np.ndarray | None = None
+               ) -> tuple[float, float, float]:
     """``(base_s, per_member_s, per_starting_s)``: least squares of overhead on
-    ``[1, members - 1, starting]`` (the conditional MEAN: a replica's throughput is records over
-    the mean cycle, and the overhead is heavy-tailed: its median under-states it), slopes
-    clipped at 0 (refitted without a clipped term); the mean and zero slopes when there are
-    fewer than :data:`MIN_BATCHES` samples or the load never varied.
+    ``scale x [1, members - 1, starting]`` (``scale``: each sample's warm-up factor, default
+    1; the conditional MEAN: a replica's throughput is records over the mean cycle, and the
+    overhead is heavy-tailed: its median under-states it), slopes clipped at 0 (refitted
+    without a clipped term); the (scaled) mean and zero slopes when there are fewer than
+    :data:`MIN_BATCHES` samples or the load never varied.
 
     Raises:
         ConfigError: no samples at all.
@@ -89,11 +101,12 @@ def fit_engine(samples: np.ndarray) -> tuple[float, float, float]:
         raise ConfigError("processing.per_batch_engine_s: no back-to-back micro-batches in the "
                           "runs' stores; give runs with a backlog and their store/")
     y = samples[:, 0]
-    if len(samples) < MIN_BATCHES or np.ptp(samples[:, 1:], axis=0).max() == 0:
-        return float(np.mean(y)), 0.0, 0.0
+    w = np.ones(len(y)) if scale is None else scale
+    if len(samples) < MIN_BATCHES or np.ptp(samples[:, 1:3], axis=0).max() == 0:
+        return float(np.sum(w * y) / np.sum(w * w)), 0.0, 0.0
     terms = [1, 2]
     while True:
-        x = np.c_[np.ones(len(y)), samples[:, terms]]
+        x = w[:, None] * np.c_[np.ones(len(y)), samples[:, terms]]
         beta = np.linalg.lstsq(x, y, rcond=None)[0]
         negative = [t for t, b in zip(terms, beta[1:]) if b < 0]
         if not negative:
@@ -101,6 +114,41 @@ def fit_engine(samples: np.ndarray) -> tuple[float, float, float]:
         terms = [t for t in terms if t not in negative]
     slopes = dict(zip(terms, beta[1:]))
     return (max(0.0, float(beta[0])), float(slopes.get(1, 0.0)), float(slopes.get(2, 0.0)))
+
+
+#: Grid of the warm-up fit: the first batch's extra fraction and the decay in batches.
+WARMUP_EXTRA_GRID = np.round(np.arange(0.0, 3.0001, 0.05), 2)
+WARMUP_BATCHES_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
+
+
+def fit_warmup(samples: np.ndarray) -> tuple[float, float, tuple[float, float, float]]:
+    """``(extra, batches, (base_s, per_member_s, per_starting_s))``: the replica's warm-up
+    (its k-th batch's engine time x ``1 + extra x exp(-(k - 1) / batches)``: a fresh JVM's
+    first batches run interpreted and compile as they go) and the warm engine terms, by least
+    squares over :data:`WARMUP_EXTRA_GRID` x :data:`WARMUP_BATCHES_GRID` with
+    :func:`fit_engine` at each point; no warm-up (extra 0) without a batch column or with fewer
+    than :data:`MIN_BATCHES` samples.
+
+    Raises:
+        ConfigError: no samples at all.
+    """
+    plain = fit_engine(samples)
+    if samples.shape[1] < 4 or len(samples) < MIN_BATCHES:
+        return 0.0, 1.0, plain
+    y, x1, x2 = samples[:, 0], samples[:, 1], samples[:, 2]
+
+    def sse(fit: tuple[float, float, float], w: np.ndarray) -> float:
+        return float(np.sum((y - w * (fit[0] + fit[1] * x1 + fit[2] * x2)) ** 2))
+
+    best = (sse(plain, np.ones(len(y))), 0.0, 1.0, plain)
+    for batches in WARMUP_BATCHES_GRID:
+        for extra in WARMUP_EXTRA_GRID[1:]:
+            w = warmup_factors(samples, float(extra), batches)
+            fit = fit_engine(samples, w)
+            err = sse(fit, w)
+            if err < best[0] - 1e-12:
+                best = (err, float(extra), float(batches), fit)
+    return best[1], best[2], best[3]
 
 
 def start_segments(facts: RunFacts, since_s: float | None = None
@@ -163,7 +211,8 @@ def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]]) -> dict[str, floa
 
 
 def run_to_run(cold_logs: Sequence[np.ndarray], engine: Sequence[np.ndarray],
-               fit: tuple[float, float, float]) -> dict[str, float] | None:
+               fit: tuple[float, float, float], warmup: tuple[float, float] = (0.0, 1.0)
+               ) -> dict[str, float] | None:
     """The machine's speed from run to run: ``cold_start_sd``, ``engine_sd``,
     ``engine_on_cold_start`` and the within-run ``jitter``, or None with fewer than
     :data:`MIN_RUNS` runs that give both factors.
@@ -179,13 +228,15 @@ def run_to_run(cold_logs: Sequence[np.ndarray], engine: Sequence[np.ndarray],
         cold_logs: per run, its starts' log factors (:func:`start_logs`).
         engine: per run, its :func:`engine_samples` rows.
         fit: the pooled :func:`fit_engine` result.
+        warmup: the pooled :func:`fit_warmup` ``(extra, batches)``.
     """
     base, per_member, per_starting = fit
     pairs, within = [], []
     for logs, rows in zip(cold_logs, engine):
         if len(logs) < MIN_RUN_STARTS or len(rows) < MIN_RUN_BATCHES:
             continue
-        predicted = float(np.mean(base + per_member * rows[:, 1] + per_starting * rows[:, 2]))
+        predicted = float(np.mean(warmup_factors(rows, *warmup)
+                                  * (base + per_member * rows[:, 1] + per_starting * rows[:, 2])))
         observed = float(np.mean(rows[:, 0]))
         if predicted <= 0 or observed <= 0:
             continue
@@ -298,11 +349,12 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
                           "that engine")
     per_run = [engine_samples(f) for f in mine]
     samples = np.concatenate(per_run)
-    base, per_member, per_starting = fit_engine(samples)
+    extra, warm_batches, (base, per_member, per_starting) = fit_warmup(samples)
     starts = [start_segments(f) for f in mine]
     cold = fit_cold_start([s for run in starts for s in run])
     runs = run_to_run([start_logs(run, cold["alone_s"], cold["cores"], cold["member_load"])
-                       for run in starts], per_run, (base, per_member, per_starting))
+                       for run in starts], per_run, (base, per_member, per_starting),
+                      (extra, warm_batches))
     if runs is not None:
         cold["jitter"] = min(1.0, runs["jitter"])
         runs["probe_sd"] = probe_sd([probe_error(f, cold["alone_s"], cold["cores"],
@@ -313,7 +365,9 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION, "engine": engine, "machine": machine_of(mine),
         "source_runs": sorted(f.name for f in mine),
         "processing": {"per_batch_engine_s": r(base), "engine_s_per_member": r(per_member),
-                       "engine_s_per_starting": r(per_starting)},
+                       "engine_s_per_starting": r(per_starting),
+                       **({"warmup_extra": r(extra, 2), "warmup_batches": r(warm_batches, 1)}
+                          if extra else {})},
         "cold_start": {"alone_s": r(cold["alone_s"], 2), "cores": r(cold["cores"], 2),
                        "jitter": r(cold["jitter"], 2), "member_load": r(cold["member_load"], 2)},
         "group": {"subscribe_s": r(group["subscribe_s"], 2),

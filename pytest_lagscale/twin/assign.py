@@ -9,7 +9,8 @@ the members below quota. Which of its partitions a member over quota keeps decid
 partitions pause and move (a hot partition that moves twice drains seconds later):
 librdkafka's cooperative-sticky (v2.16.0, ``src/rdkafka_sticky_assignor.c``) keeps the
 highest-numbered and gives up the lowest (in 84 of 84 revocations of 13 runs on this machine,
-docs/twin.md "Group"); for KIP-848's server-side assignor no run says, and it keeps the lowest.
+docs/twin.md "What is modelled"); for KIP-848's server-side assignor no run says, and it keeps
+the lowest.
 """
 
 from __future__ import annotations

@@ -12,14 +12,11 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
       per_batch_engine_s: 0.237    # one member, nothing starting
       engine_s_per_member: 0.036   # optional (default 0): + per further member
       engine_s_per_starting: 0.189 # optional (default 0): + per replica starting
+      warmup_extra: 1.4            # optional (default 0): batch k x (1 + this x e^-(k-1)/...)
+      warmup_batches: 2.4          # optional: ... this
     cold_start: {alone_s: 5.49, cores: 1.42, jitter: 0.15, member_load: 0.13}  # load: optional
-    group:
-      subscribe_s: 0.03          # engine ready -> subscribed
-      first_fetch_s: 0.66        # assigned -> first record
-      drain_s: 0.2               # SIGTERM -> revoked and left the group
-      exit_s: 1.09               # SIGTERM -> process gone (replica_stopped)
-      round_s: {eager: 0.84, cooperative: 0.84}   # classic JoinGroup+SyncGroup round
-      heartbeat_s: 1.0           # KIP-848 heartbeat interval
+    group: {subscribe_s: 0.03, first_fetch_s: 0.66, drain_s: 0.2, exit_s: 1.09,
+            round_s: {eager: 0.84, cooperative: 0.84}, heartbeat_s: 1.0}
     cpu: {idle_millicores: 6, cpu_s_per_1000_records: 0.033}  # optional: for CPU policies
     run_to_run: {cold_start_sd: 0.2, engine_sd: 0.3, engine_on_cold_start: 0.8,
                  probe_sd: 0.1}  # optional
@@ -62,6 +59,9 @@ class TwinParams:
             nothing starting, seconds.
         engine_s_per_member: seconds the fixed time grows per further member (CPU contention).
         engine_s_per_starting: seconds it grows per replica starting (a JVM start is CPU-bound).
+        engine_warmup_extra: a replica's warm-up (JIT): its k-th batch's engine time is x
+            ``1 + engine_warmup_extra x exp(-(k - 1) / engine_warmup_batches)``; 0: none.
+        engine_warmup_batches: the warm-up's decay, in batches (> 0).
         max_batch_records: most records per micro-batch (``--max-batch``).
         trigger_interval_s: shortest time between batch starts (``--trigger-interval``), s.
         cold_start_alone_s: replica_started -> engine ready of one replica starting alone on an
@@ -118,6 +118,8 @@ class TwinParams:
     probe_period_s: float = 2.0
     engine_s_per_member: float = 0.0
     engine_s_per_starting: float = 0.0
+    engine_warmup_extra: float = 0.0
+    engine_warmup_batches: float = 1.0
     cold_start_member_load: float = 0.0
     balancer: str = "cooperative-sticky"
     cpu_idle_millicores: float | None = None
@@ -138,15 +140,26 @@ class TwinParams:
         """``eager``, ``cooperative`` or ``consumer`` (KIP-848), from :attr:`balancer`."""
         return PROTOCOLS[self.balancer]
 
-    def engine_s(self, members: int = 1, starting: int = 0) -> float:
+    def engine_s(self, members: int = 1, starting: int = 0, batch: int | None = None) -> float:
         """The engine's fixed seconds per batch with ``members`` replicas past their engine
-        start (at least 1: the batch's own) and ``starting`` replicas starting."""
-        return (self.per_batch_engine_s + self.engine_s_per_member * max(0, members - 1)
+        start (at least 1: the batch's own) and ``starting`` replicas starting; of the
+        replica's ``batch``-th batch (1 = its first: the warm-up factor), or warm (None)."""
+        warm = (self.per_batch_engine_s + self.engine_s_per_member * max(0, members - 1)
                 + self.engine_s_per_starting * max(0, starting))
+        return warm * self.warmup_factor(batch)
 
-    def batch_s(self, records: int, members: int = 1, starting: int = 0) -> float:
+    def warmup_factor(self, batch: int | None) -> float:
+        """``1 + engine_warmup_extra x exp(-(batch - 1) / engine_warmup_batches)``; 1 for a
+        warm replica (None) or without a warm-up."""
+        if batch is None or not self.engine_warmup_extra:
+            return 1.0
+        return 1.0 + self.engine_warmup_extra * math.exp(-(max(1, batch) - 1)
+                                                          / self.engine_warmup_batches)
+
+    def batch_s(self, records: int, members: int = 1, starting: int = 0,
+                batch: int | None = None) -> float:
         """Seconds one batch of ``records`` takes: engine time + records x per-record time."""
-        return self.engine_s(members, starting) + records * self.per_record_ms / 1000.0
+        return self.engine_s(members, starting, batch) + records * self.per_record_ms / 1000.0
 
     @property
     def models_cpu(self) -> bool:
@@ -240,6 +253,7 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     p.unknown_keys(doc, "", _TOP_KEYS)
     engine, runs, machine = _header(doc, p)
     proc = _section(doc, "processing", ("per_batch_engine_s", "engine_s_per_member",
+                                        "warmup_extra", "warmup_batches",
                                         "engine_s_per_starting"), p)
     cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter", "member_load"), p)
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
@@ -257,6 +271,11 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         engine_s_per_member=_optional(proc, "engine_s_per_member", "processing", p, 60, "s"),
         engine_s_per_starting=_optional(proc, "engine_s_per_starting", "processing", p, 60,
                                         "s"),
+        engine_warmup_extra=_optional(proc, "warmup_extra", "processing", p, 100,
+                                      "(extra fraction of the first batch)"),
+        engine_warmup_batches=(_number(proc, "warmup_batches", "processing", p, 0, 1000,
+                                       "batches", lo_open=True)
+                               if "warmup_batches" in proc else 1.0),
         cold_start_jitter=_number(cold, "jitter", "cold_start", p, 0, 1, "(relative sd)"),
         cold_start_member_load=_optional(cold, "member_load", "cold_start", p, 64,
                                          "(starters per member)"),

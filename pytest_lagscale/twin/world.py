@@ -14,9 +14,10 @@ One :class:`World` is one simulated run. Every ``tick_s`` (0.125 s) :meth:`World
    where the group's callbacks run (:meth:`~.group.Group.boundary`) -> a new batch starts when
    records are fetchable and the trigger allows (no earlier than ``trigger_interval_s`` after the
    previous start; at once when the previous batch ran longer): up to ``max_batch_records``,
-   lasting ``engine_s(members, starting) + records x per_record_ms`` (the engine's fixed time
+   lasting ``engine_s(members, starting, k) + records x per_record_ms`` (the engine's fixed time
    grows with the replicas running and starting at the batch's start: CPU contention on the
-   machine); records count as processed evenly over the write;
+   machine; and is longer for the replica's first batches k: the JVM's warm-up); records count
+   as processed evenly over the write;
 4. the group's timers (round completions, KIP-848 heartbeats).
 
 Events go to :class:`EventSink` with the names and fields of the real replica, platform and
@@ -95,6 +96,7 @@ class Replica:
     exit_s: float | None = None
     first_record: bool = False
     records_done: float = 0.0
+    batches: int = 0
 
     @property
     def busy(self) -> bool:
@@ -316,9 +318,11 @@ class World:
         # O(replicas) count, the result is the same)
         members, starting = (self.load() if p.engine_s_per_member or p.engine_s_per_starting
                              else (1, 0))
-        engine_end = t + self.params.engine_s(max(1, members), starting)
+        replica.batches += 1
+        engine_end = t + self.params.engine_s(max(1, members), starting, replica.batches)
         replica.batch = Batch(t, engine_end, self.params.batch_s(records, max(1, members),
-                                                                  starting) + t,
+                                                                  starting, replica.batches)
+                              + t,
                               {q: n for q, n in counts.items() if n}, records, tick_s=now_s)
         replica.next_start_s = t + self.params.trigger_interval_s
         if not replica.first_record:

@@ -139,7 +139,8 @@ def test_read_run_gives_the_lifecycles_handovers_and_batches(tmp_path: Path) -> 
     assert facts.counts_at(T0 + 55.0) == (3, 0)
     assert facts.counts_at(T0 + 62.0) == (2, 0)  # r3 stopped at 61.2 s
     # 5 full batches with a next: cycle 5.5 s - 200 waves x 25 ms = 0.5 s, one member
-    assert engine_samples(facts) == pytest.approx(np.array([[0.5, 0, 0]] * 5), abs=1e-6)
+    assert engine_samples(facts) == pytest.approx(np.array([[0.5, 0, 0, k] for k in range(1, 6)]),
+                                                  abs=1e-6)  # the batch: its number
     assert run_settings(facts.benchmark).profile == "spike-ci"
 
 
@@ -249,3 +250,20 @@ def test_the_probe_error_is_the_pre_load_start_against_the_runs_later_starts(
         pytest.approx(math.log(5.0 / 3.0))  # 9 s at 1 / (2 + 1) of a core
     assert probe_sd([error, None, 0.0]) is None
     assert probe_sd([0.1, -0.1, 0.0]) == pytest.approx(0.1)
+
+
+def test_fit_warmup_recovers_a_replicas_warm_up_and_its_warm_engine_terms() -> None:
+    """Samples whose k-th batch takes (0.3 + 0.05 x (members - 1)) x (1 + 1.2 e^{-(k-1)/2}):
+    the grid finds the warm-up and the warm terms; without a batch column there is none."""
+    from pytest_lagscale.calibration.calibrate import fit_warmup
+
+    rng = np.random.default_rng(3)
+    members, starting = rng.integers(0, 8, 600), np.zeros(600)
+    batch = rng.integers(1, 30, 600)
+    warm = 0.3 + 0.05 * members
+    y = warm * (1 + 1.2 * np.exp(-(batch - 1) / 2.0)) + rng.normal(0, 0.01, 600)
+    extra, batches, (base, per_member, per_starting) = fit_warmup(
+        np.c_[y, members, starting, batch])
+    assert (extra, batches) == (pytest.approx(1.2, abs=0.051), 2.0)
+    assert base == pytest.approx(0.3, abs=0.01) and per_member == pytest.approx(0.05, abs=0.003)
+    assert fit_warmup(np.c_[warm, members, starting])[:2] == (0.0, 1.0)

@@ -34,7 +34,7 @@ def test_sticky_moves_nothing_when_already_balanced() -> None:
 
 
 def test_cooperative_sticky_gives_up_its_lowest_partitions_as_librdkafka_does() -> None:
-    """Observed in every revocation of 13 real cooperative-sticky runs (docs/twin.md "Group"):
+    """Observed in every revocation of 13 real cooperative-sticky runs (docs/twin.md "What is modelled"):
     a member over quota keeps its highest-numbered partitions; the default keeps the lowest."""
     from pytest_lagscale.twin.assign import assign
 

@@ -28,6 +28,28 @@ def test_engine_time_grows_with_members_and_starting_replicas(spike_plan) -> Non
     assert params.batch_s(2000, 8, 0) == pytest.approx(0.55 + 5.0)
 
 
+def test_a_replicas_first_batches_take_the_warm_up(spike_plan) -> None:
+    """The k-th batch's engine time x (1 + extra x exp(-(k - 1) / batches)); warm: x 1."""
+    import math
+
+    params = with_changes(params_for(spike_plan), per_batch_engine_s=0.2,
+                          engine_s_per_member=0.0, engine_s_per_starting=0.0,
+                          engine_warmup_extra=1.5, engine_warmup_batches=2.0)
+    assert params.engine_s(batch=1) == pytest.approx(0.2 * 2.5)
+    assert params.engine_s(batch=3) == pytest.approx(0.2 * (1 + 1.5 * math.exp(-1.0)))
+    assert params.engine_s() == pytest.approx(0.2)  # warm
+    assert params.batch_s(2000, batch=1) == pytest.approx(0.5 + 5.0)
+    assert params.capacity_per_s == pytest.approx(2000 / 5.2)  # a warm replica's
+
+
+def test_a_warm_up_slows_the_drain_of_new_replicas(spike_plan, spike_production) -> None:
+    base = with_changes(params_for(spike_plan), engine_warmup_extra=0.0)
+    cold = with_changes(base, engine_warmup_extra=20.0, engine_warmup_batches=3.0)
+    plain = simulate(spike_plan, base, seed=1, prod=spike_production).measurements.flat()
+    slow = simulate(spike_plan, cold, seed=1, prod=spike_production).measurements.flat()
+    assert slow["drain_time_s"] > plain["drain_time_s"], (plain, slow)
+
+
 def test_a_busier_machine_drains_slower(spike_plan, spike_production) -> None:
     base = with_changes(params_for(spike_plan), engine_s_per_member=0.0,
                         engine_s_per_starting=0.0)

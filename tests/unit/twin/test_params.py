@@ -156,3 +156,21 @@ def test_a_measured_machine_factor_is_drawn_from_its_posterior() -> None:
     assert exact.machine_log_factor_mean == 0.4
     assert machine_draw(exact, np.random.default_rng(0)).cold_start_alone_s == \
         pytest.approx(math.exp(0.4) * base.cold_start_alone_s)
+
+
+def test_the_warm_up_and_the_probe_error_are_read_and_checked() -> None:
+    doc = _doc()
+    doc["processing"] = {**doc["processing"], "warmup_extra": 1.05, "warmup_batches": 2.0}
+    doc["run_to_run"] = {"cold_start_sd": 0.16, "probe_sd": 0.16}
+    values = parse_calibration(doc, source="cal.yaml")
+    assert (values["engine_warmup_extra"], values["engine_warmup_batches"],
+            values["run_probe_sd"]) == (1.05, 2.0, 0.16)
+    del doc["processing"]["warmup_batches"], doc["processing"]["warmup_extra"]
+    assert parse_calibration(doc, source="cal.yaml")["engine_warmup_extra"] == 0.0
+    doc["processing"]["warmup_batches"] = 0
+    doc["run_to_run"]["probe_sd"] = 3
+    with pytest.raises(ConfigError) as info:
+        parse_calibration(doc, source="cal.yaml")
+    text = "\n".join(info.value.problems)
+    assert "'processing.warmup_batches': got 0, expected a number in (0, 1000] batches" in text
+    assert "'run_to_run.probe_sd': got 3, expected a number in [0, 2]" in text
