@@ -80,13 +80,16 @@ BASELINES = Path(__file__).resolve().parent / "baselines"
 #: -4.9 %) and misses two on the second (the CI of e30f60f: spike-ci reaction and drain +20.0 %
 #: each; peak +4.4 %, replica-seconds +3.7 %; bursty-ci +4.7 %, -5.4 %); the band targets
 #: are missed on both (the draws' spread is narrower than the runs'). Before those changes it
-#: missed spike-ci's reaction, peak and drain on the gate's runs by up to 35 % (the peak
-#: entries are gone: met on both pairs since). The per-label
+#: missed spike-ci's reaction, peak and drain on the gate's runs by up to 35 %. In the gate of
+#: 6c4d31b (a third held-out pair) it missed spike-ci's peak, +22.4 % (reaction +14.7 %, drain
+#: +10.2 %, replica-seconds -0.1 %; bursty-ci +0.7 %, -0.7 %); bursty-ci's peak entry is gone,
+#: met on all three pairs. The per-label
 #: entries of the other runs are the misses of the first calibration (2026-11-23) on the
 #: acceptance session's runs; those labels are in the new calibration's own set, so no held-out
 #: run has tested them since. Remove an entry when the target is met.
 KNOWN_MISSES = frozenset({
     "spike-ci: reaction_time_s |error| <= 0.15 (relative)",
+    "spike-ci: peak_lag_records |error| <= 0.15 (relative)",
     "spike-ci: drain_time_s |error| <= 0.15 (relative)",
     "ceiling-ci-scaledobject-ceiling-idle-ci: drain_time_s |error| <= 0.15 (relative)",
     "ceiling-ci-scaledobject-ceiling-ci: drain_time_s |error| <= 0.15 (relative)",
