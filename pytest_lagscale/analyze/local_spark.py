@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import IO, Any
 
@@ -138,8 +139,6 @@ class WarmingSpark:
     """
 
     def __init__(self, log_path: str | Path | None = None):
-        import threading
-
         self._spark = LocalSpark(log_path=log_path)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._start, name="lagscale-warm-spark",

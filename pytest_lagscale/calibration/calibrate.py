@@ -253,6 +253,13 @@ def run_to_run(cold_logs: Sequence[np.ndarray], engine: Sequence[np.ndarray],
             "engine_on_cold_start": slope, "jitter": jitter, "runs": float(len(pairs))}
 
 
+def probe_alone_s(spans_s: Sequence[float], started: int, cores: float) -> float:
+    """The machine probe: the alone-equivalent of ``started`` replicas started together (no
+    member yet) whose ``replica_started -> engine_ready`` took ``spans_s``: their median x
+    ``min(1, cores / started)`` (the twin's contention model, ``twin/world.py``)."""
+    return statistics.median(spans_s) * min(1.0, cores / started)
+
+
 def probe_error(facts: RunFacts, alone_s: float, cores: float, member_load: float
                 ) -> float | None:
     """A run's machine probe (:func:`~.fidelity.machine_probe_s`: the replicas started before
@@ -262,13 +269,14 @@ def probe_error(facts: RunFacts, alone_s: float, cores: float, member_load: floa
     load = facts.load_start_s
     if not math.isfinite(load):
         return None
-    before = [life["engine_ready"] - life["replica_started"]
-              for life in facts.lifecycles.values()
-              if life.get("replica_started", math.inf) < load and "engine_ready" in life]
+    started = [life for life in facts.lifecycles.values()
+               if life.get("replica_started", math.inf) < load]
+    spans_s = [life["engine_ready"] - life["replica_started"] for life in started
+               if "engine_ready" in life]
     later = start_logs(start_segments(facts, since_s=load), alone_s, cores, member_load)
-    if not before or len(later) < MIN_RUN_STARTS:
+    if not spans_s or len(later) < MIN_RUN_STARTS:
         return None
-    probe = statistics.median(before) * min(1.0, cores / len(before))
+    probe = probe_alone_s(spans_s, len(started), cores)
     return math.log(probe / alone_s) - float(np.median(later))
 
 

@@ -32,6 +32,7 @@ from ..contract.errors import ConfigError
 from ..contract.rundir import RunDir
 from ..report.benchjson import read_run_document, run_document_path
 from ..twin.run import HEADLINE
+from .calibrate import probe_alone_s
 from .facts import run_settings
 
 #: The documented inputs the twin does not model (docs/twin.md, "What is not modelled").
@@ -179,7 +180,7 @@ def machine_probe_s(records: Iterable[tuple[float, str, str | None, dict[str, An
     spans_s = [ready[r] - started[r] for r in started if r in ready]
     if not spans_s:
         return None
-    return statistics.median(spans_s) * min(1.0, cores / len(started))
+    return probe_alone_s(spans_s, len(started), cores)
 
 
 def real_records(events_path: Path) -> list[tuple[float, str, str | None, dict[str, Any]]]:

@@ -319,10 +319,9 @@ class World:
         members, starting = (self.load() if p.engine_s_per_member or p.engine_s_per_starting
                              else (1, 0))
         replica.batches += 1
-        engine_end = t + self.params.engine_s(max(1, members), starting, replica.batches)
-        replica.batch = Batch(t, engine_end, self.params.batch_s(records, max(1, members),
-                                                                  starting, replica.batches)
-                              + t,
+        engine_s = p.engine_s(max(1, members), starting, replica.batches)
+        # batch_s's own sum, without computing the engine time twice per batch
+        replica.batch = Batch(t, t + engine_s, engine_s + records * p.per_record_ms / 1000.0 + t,
                               {q: n for q, n in counts.items() if n}, records, tick_s=now_s)
         replica.next_start_s = t + self.params.trigger_interval_s
         if not replica.first_record:

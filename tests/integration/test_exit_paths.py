@@ -402,8 +402,8 @@ def test_a_killed_broker_ends_the_run_within_30_s_with_exit_1_naming_it(tmp_path
         doc = json.loads(benchmark.read_text())
         assert doc["incomplete"].startswith("kafka killed by SIGKILL")
         assert doc["settled"] is None and any(f["name"] == "part_died" for f in doc["faults"])
-        # reconciled on the Spark started when the broker died (its JVM start overlapped the
-        # recording and the stops: 26-31 s after the kill without it, 19 s with it)
+        # reconciled on the Spark started when the broker died, its JVM start overlapping the
+        # recording and the stops (docs/experiments.md, "Faults")
         assert doc["run"]["reconciliation"]["engine"] == "spark", doc["run"]["reconciliation"]
         print(f"run ended {ended_s:.1f} s after the broker's kill: {errors[0][:200]}")
     finally:
