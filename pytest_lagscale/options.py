@@ -171,7 +171,7 @@ def replica_flag_parser(option: str) -> Callable[[str], Any]:
 
 #: ``--lag-source`` values: the kinds of :data:`pytest_lagscale.sources.LAG_SOURCES` (kept here so
 #: the plugin's start-up imports no source; a unit test keeps the two equal).
-LAG_SOURCE_KINDS = ("broker", "prometheus", "cloudwatch", "confluent")
+LAG_SOURCE_KINDS = ("broker", "prometheus", "cloudwatch", "confluent", "share-group")
 
 
 @dataclass(frozen=True)

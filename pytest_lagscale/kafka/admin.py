@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                  NewTopic, OffsetSpec, ResourceType)
 
 from ..contract.errors import BrokerError
 from .client_log import librdkafka_config, serve_logs
@@ -315,6 +316,41 @@ class KafkaAdmin:
         state = getattr(desc.state, "name", str(desc.state))
         return GroupState(state, protocol, desc.partition_assignor or "",
                           tuple(sorted(members, key=lambda m: m.client_id)))
+
+    @_in_call
+    def group_config(self, group: str) -> dict[str, str]:
+        """The group-level configs of ``group`` (``share.auto.offset.reset``,
+        ``share.record.lock.duration.ms``, ...) with the broker's defaults for those not set;
+        a group the broker does not know yet has the defaults too.
+
+        Source: apache/kafka 4.3.1 ``GroupConfig`` (KIP-848, KIP-932), DescribeConfigs on a
+        ``GROUP`` resource.
+
+        Raises:
+            BrokerError: the broker refused or did not answer.
+        """
+        resource = ConfigResource(ResourceType.GROUP, group)
+        entries = self._retry_retriable(
+            lambda: self._client.describe_configs([resource], request_timeout=self.timeout_s)[resource]
+            .result(timeout=self.timeout_s), f"group {group!r}: describe configs")
+        return {name: entry.value for name, entry in entries.items()}
+
+    @_in_call
+    def alter_group_config(self, group: str, settings: Mapping[str, str]) -> None:
+        """Set group-level configs of ``group`` (IncrementalAlterConfigs, SET each key); the
+        group need not exist yet. A share group reads ``share.auto.offset.reset`` when a
+        share-partition is first initialized, so set it before the first member joins.
+
+        Raises:
+            BrokerError: the broker refused a key or value (its message names it).
+        """
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()])
+        try:
+            self._client.incremental_alter_configs([resource], request_timeout=self.timeout_s)[resource] \
+                .result(timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise BrokerError(f"group {group!r}: setting {dict(settings)} failed: {exc.args[0].str()}") from exc
 
     def group_assignment(self, group: str, topic: str | None = None) -> dict[str, tuple[int, ...]]:
         """``{member_id: partitions}`` of ``group`` right now."""

@@ -7,13 +7,13 @@ topic, options)`` factory, and one line here.
 
 Example:
     >>> sorted(LAG_SOURCES)
-    ['broker', 'cloudwatch', 'confluent', 'prometheus']
+    ['broker', 'cloudwatch', 'confluent', 'prometheus', 'share-group']
     >>> PARTITION_LAG_SOURCES
     ('broker',)
     >>> make_lag_source("kafka", None, "enrich", "events")
     Traceback (most recent call last):
     ...
-    pytest_lagscale.contract.errors.ConfigError: 'lag source': got 'kafka', expected one of {'broker', 'prometheus', 'cloudwatch', 'confluent'} in make_lag_source(); use 'broker'
+    pytest_lagscale.contract.errors.ConfigError: 'lag source': got 'kafka', expected one of {'broker', 'prometheus', 'cloudwatch', 'confluent', 'share-group'} in make_lag_source(); use 'broker'
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .broker import BrokerLagSource
 from .cloudwatch import CloudWatchLagSource
 from .confluent import ConfluentLagSource
 from .prometheus import PrometheusLagSource
+from .share_group import ShareGroupLagSource
 
 
 class LagSourceType(Protocol):
@@ -47,6 +48,7 @@ LAG_SOURCES: dict[str, LagSourceType] = {
     "prometheus": PrometheusLagSource,
     "cloudwatch": CloudWatchLagSource,
     "confluent": ConfluentLagSource,
+    "share-group": ShareGroupLagSource,
 }
 
 #: The kinds that also read offsets per partition (``read()``): what KEDA's kafka trigger and
@@ -79,4 +81,4 @@ def make_lag_source(kind: str, admin: Any, group: str, topic: str,
 
 __all__ = ["LAG_SOURCES", "PARTITION_LAG_SOURCES", "BrokerLagSource", "CloudWatchLagSource",
            "ConfluentLagSource", "GroupOffsets", "LagSource", "LagSourceError", "PrometheusLagSource",
-           "TotalLag", "TotalLagSource", "make_lag_source"]
+           "ShareGroupLagSource", "TotalLag", "TotalLagSource", "make_lag_source"]

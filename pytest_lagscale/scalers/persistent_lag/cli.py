@@ -18,7 +18,8 @@ import typer
 from ...cli_usage import EXIT_USAGE
 from .server import LISTENING
 
-scaler_app = typer.Typer(help="The persistent-lag external scaler (KEDA's external scaler gRPC protocol).",
+scaler_app = typer.Typer(help="lagscale's external scalers (KEDA's external scaler gRPC protocol): "
+                              "persistent-lag and share-group.",
                          no_args_is_help=True)
 
 
@@ -28,15 +29,23 @@ def serve(
                              help="Port to listen on; 0 picks a free one. Default: 6000"),
     host: str = typer.Option("127.0.0.1", "--host", metavar="HOST", show_default=False,
                              help="Address to bind (0.0.0.0 in a container). Default: 127.0.0.1"),
+    kind: str = typer.Option("persistent-lag", "--kind", metavar="KIND", show_default=False,
+                             help="persistent-lag (lag persisting above lagThreshold for sustainSeconds) or "
+                                  "share-group (a share group's lag, KIP-1226). Default: persistent-lag"),
 ) -> None:
-    """Serve externalscaler.ExternalScaler: lag persisting above lagThreshold for sustainSeconds.
+    """Serve externalscaler.ExternalScaler: persistent-lag, or a share group's lag (--kind).
 
     A ScaledObject trigger of type external (or external-push) names HOST:PORT as scalerAddress.
 
-    Its metadata names the Kafka cluster, group, topic and window (docs/policies.md).
+    Its metadata names the Kafka cluster, group, topic and (persistent-lag) window; see
+    docs/policies.md.
     """
     from ...contract.errors import LagscaleError
+    from .. import SCALER_KINDS
 
+    if kind not in SCALER_KINDS:
+        typer.echo(f"error: --kind: got {kind!r}, expected one of {', '.join(SCALER_KINDS)}", err=True)
+        raise typer.Exit(EXIT_USAGE)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -52,7 +61,7 @@ def serve(
         stopping.append(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    server = ScalerServer(host, port)
+    server = ScalerServer(host, port, kind=kind)
     try:
         server.start()
     except LagscaleError as exc:

@@ -30,25 +30,33 @@ LISTENING = "listening on "
 
 
 class ScalerServer(StartStop):
-    """The ``externalscaler.ExternalScaler`` service of the persistent-lag scaler.
+    """The ``externalscaler.ExternalScaler`` service of a scaler kind (the persistent-lag scaler
+    by default; :data:`pytest_lagscale.scalers.SCALER_KINDS`).
 
     Args:
         host: address to bind (``127.0.0.1``; ``0.0.0.0`` in a container).
         port: port to bind, 0 = ephemeral.
         source_factory: the servicer's lag sources (default: the broker, per metadata).
-        clock: the samplers' time source.
+        clock: the samplers' time source (the persistent-lag scaler's).
         max_workers: gRPC worker threads.
+        kind: the scaler kind, a key of :data:`~pytest_lagscale.scalers.SCALER_KINDS`.
 
     Raises:
         LagscaleError: from :meth:`start` when the address cannot be bound.
 
     Attributes:
-        servicer: the :class:`~.servicer.PersistentLagServicer` (after :meth:`start`).
+        servicer: the kind's servicer (:class:`~.servicer.PersistentLagServicer`, ...) after
+            :meth:`start`.
         port: the bound port (after :meth:`start`).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, source_factory: SourceFactory | None = None,
-                 clock: Clock | None = None, max_workers: int = MAX_WORKERS):
+                 clock: Clock | None = None, max_workers: int = MAX_WORKERS, kind: str = "persistent-lag"):
+        from .. import SCALER_KINDS
+
+        if kind not in SCALER_KINDS:
+            raise LagscaleError(f"scaler: kind {kind!r} is not one of {', '.join(SCALER_KINDS)}")
+        self.kind = kind
         self.host, self.requested_port = host, port
         self.source_factory, self.clock, self.max_workers = source_factory, clock, max_workers
         self.servicer: Any = None
@@ -68,10 +76,10 @@ class ScalerServer(StartStop):
             return self
         import grpc
 
+        from .. import servicer_class
         from ..externalscaler import externalscaler_pb2_grpc as pb2_grpc
-        from .servicer import PersistentLagServicer
 
-        self.servicer = PersistentLagServicer(self.source_factory, clock=self.clock)
+        self.servicer = servicer_class(self.kind)(self.source_factory, clock=self.clock)
         server = grpc.server(ThreadPoolExecutor(self.max_workers, thread_name_prefix="lagscale-scaler"))
         pb2_grpc.add_ExternalScalerServicer_to_server(self.servicer, server)
         try:
@@ -83,7 +91,7 @@ class ScalerServer(StartStop):
             raise LagscaleError(f"scaler: cannot bind {self.host}:{self.requested_port}; pick another --port or --host")
         server.start()
         self._server, self.port = server, port
-        log.info("scaler: serving externalscaler.ExternalScaler on %s", self.address)
+        log.info("scaler: serving externalscaler.ExternalScaler (%s) on %s", self.kind, self.address)
         return self
 
     def wait(self, timeout_s: float | None = None) -> bool:

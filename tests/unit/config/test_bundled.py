@@ -27,8 +27,8 @@ MANIFESTS = ("consumer-deployment, consumer-deployment-ci, franz-go-consumer-dep
              "scaledobject-hysteresis, scaledobject-hysteresis-ci, scaledobject-partitions, "
              "scaledobject-partitions-ci, scaledobject-persistent-lag, scaledobject-persistent-lag-ci, "
              "scaledobject-prometheus, scaledobject-prometheus-ci, "
-             "scaledobject-rebalance, scaledobject-rebalance-ci, scaledobject-tuned, "
-             "scaledobject-tuned-ci")
+             "scaledobject-rebalance, scaledobject-rebalance-ci, scaledobject-share-group, scaledobject-tuned, "
+             "scaledobject-tuned-ci, share-group-scaler")
 
 
 def test_data_path_is_a_real_directory_inside_the_package() -> None:

@@ -36,7 +36,13 @@ def test_settings_check_names_lag_source() -> None:
     with pytest.raises(ConfigError) as info:
         RunSettings(lag_source="kafka").check()
     assert info.value.problems == ["--lag-source: 'kafka' is not allowed; allowed: broker, prometheus, cloudwatch, "
-                                   "confluent"]
+                                   "confluent, share-group"]
+
+
+def test_a_run_refuses_share_group_lag_for_its_consumer_group() -> None:
+    with pytest.raises(ConfigError) as info:
+        plan_lag_source(RunSettings(lag_source="share-group"), policy("lag-per-slot-ci"))
+    assert info.value.problems[0].startswith("--lag-source: 'share-group' reads a share group's lag")
 
 
 def test_offset_policies_refuse_a_total_lag_source() -> None:

@@ -17,3 +17,9 @@ def test_help_lists_port_and_host_with_their_defaults() -> None:
 def test_a_port_out_of_range_exits_2_before_serving() -> None:
     result = CliRunner().invoke(app, ["scaler", "serve", "--port", "70000"])
     assert result.exit_code == 2
+
+
+def test_an_unknown_kind_exits_2_naming_the_kinds() -> None:
+    result = CliRunner().invoke(app, ["scaler", "serve", "--kind", "kafka", "--port", "0"])
+    assert result.exit_code == 2
+    assert "--kind: got 'kafka', expected one of persistent-lag, share-group" in result.output

@@ -62,11 +62,11 @@ def test_unknown_lag_source_names_the_kinds() -> None:
     with pytest.raises(ConfigError) as info:
         make_lag_source("kafka", FakeAdmin(), "enrich", "events")
     assert info.value.problems == [("'lag source': got 'kafka', expected one of {'broker', 'prometheus', "
-                                    "'cloudwatch', 'confluent'} in make_lag_source(); use 'broker'")]
+                                    "'cloudwatch', 'confluent', 'share-group'} in make_lag_source(); use 'broker'")]
 
 
 def test_registry_lists_every_source_and_only_the_broker_reads_partitions() -> None:
-    assert list(LAG_SOURCES) == ["broker", "prometheus", "cloudwatch", "confluent"]
+    assert list(LAG_SOURCES) == ["broker", "prometheus", "cloudwatch", "confluent", "share-group"]
     assert {k: v.name for k, v in LAG_SOURCES.items()} == {k: k for k in LAG_SOURCES}
     assert PARTITION_LAG_SOURCES == ("broker",)
 

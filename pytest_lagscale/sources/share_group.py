@@ -1,0 +1,158 @@
+"""The ``share-group`` lag source: a share group's backlog (KIP-932) on one topic, per partition.
+
+A share group has no committed offsets: each share-partition keeps a start offset and the
+state of the records after it, and since KIP-1226 (Apache Kafka 4.2) the broker reports its
+**lag**, "the number of records that are either still being processed or have not yet been
+processed" (records acquired and not yet acknowledged count). This source reads it through
+Apache Kafka's Admin client (:class:`~pytest_lagscale.kafka.share_admin.ShareGroupAdmin`,
+``listShareGroupOffsets``; confluent-kafka has no share-group admin call).
+
+A partition the group has no state for (nothing of it delivered yet: the broker answers no
+start offset and no lag) is not read as 0: it is counted from where the group will start, the
+group config ``share.auto.offset.reset`` read from the broker — ``earliest``: every record in
+the log (log end - log start); ``latest``: 0 (the group starts at the end); ``by_duration:``:
+unknown, so the total is unknown (a reading marked missing, never a guess). Each partition says
+how it was counted (:class:`SharePartitionLag`).
+
+Example:
+    >>> source = ShareGroupLagSource(KafkaAdmin("127.0.0.1:9092"), "enrich", "events")  # doctest: +SKIP
+    >>> source.read_partitions()  # doctest: +SKIP
+    {0: SharePartitionLag(lag_records=35, start_offset=1200, counted='broker'),
+     1: SharePartitionLag(lag_records=500, start_offset=None, counted='reset-earliest')}
+    >>> source.total_lag().lag_records  # doctest: +SKIP
+    535.0
+    >>> source.close()  # doctest: +SKIP
+
+Source: apache/kafka 4.3.1 ``Admin.listShareGroupOffsets`` / ``SharePartitionOffsetInfo.lag()``
+(KIP-1226), ``GroupConfig`` ``share.auto.offset.reset`` (KIP-932).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
+
+from ..config._problems import Problems
+from ._options import check_keys
+from .base import TotalLag, UtcNow, utc_now
+
+if TYPE_CHECKING:
+    from ..kafka.admin import KafkaAdmin
+    from ..kafka.share_admin import ShareGroupAdmin
+
+#: How a partition's lag was counted: the broker's KIP-1226 lag, or (no share state yet) from
+#: the group's ``share.auto.offset.reset``; ``unknown`` when that reset cannot be counted.
+Counted = Literal["broker", "reset-earliest", "reset-latest", "unknown"]
+#: The group config naming where a share group starts on a partition it has no state for.
+RESET_CONFIG = "share.auto.offset.reset"
+
+
+class SharePartitionLag(NamedTuple):
+    """One partition's share-group lag.
+
+    Attributes:
+        lag_records: records not yet acknowledged (None when ``counted`` is ``unknown``).
+        start_offset: the share-partition start offset (None without share state).
+        counted: how ``lag_records`` was obtained (:data:`Counted`).
+    """
+
+    lag_records: int | None
+    start_offset: int | None
+    counted: Counted
+
+
+class ShareGroupLagSource:
+    """A share group's lag on one topic, read from the broker per call.
+
+    Args:
+        admin: the admin connection (partitions, log offsets, group config).
+        group: the share group id.
+        topic: the topic.
+        share_admin: the share-group admin service (default: one started on the first read on
+            ``admin``'s bootstrap servers and stopped by :meth:`close`).
+        clock: the wall clock readings are dated with (default: UTC now).
+
+    Raises:
+        BrokerError: from the reads, when the broker refused or did not answer.
+    """
+
+    name = "share-group"
+    per_partition: ClassVar[bool] = False
+
+    def __init__(self, admin: KafkaAdmin, group: str, topic: str, *,
+                 share_admin: ShareGroupAdmin | None = None, clock: UtcNow = utc_now):
+        self.admin, self.group, self.topic, self.clock = admin, group, topic, clock
+        self._share_admin, self._owned = share_admin, share_admin is None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_options(cls, admin: Any, group: str, topic: str,
+                     options: Mapping[str, Any] | None = None) -> ShareGroupLagSource:
+        """The registry's factory: the share-group source takes no options.
+
+        Raises:
+            ConfigError: any option given.
+        """
+        p = Problems("share-group lag source options")
+        check_keys(options or {}, (), p)
+        p.raise_if_any()
+        return cls(admin, group, topic)
+
+    def read_partitions(self) -> dict[int, SharePartitionLag]:
+        """``{partition: SharePartitionLag}`` for every partition of the topic, read now (the
+        share state first, then the log offsets and, when needed, the group's reset config).
+
+        Raises:
+            BrokerError: a read failed.
+        """
+        state = self._share().share_group_offsets(self.group)
+        partitions = range(self.admin.partition_count(self.topic))
+        out: dict[int, SharePartitionLag] = {}
+        missing = []
+        for p in partitions:
+            info = state.get((self.topic, p))
+            if info is not None and info.lag is not None:
+                out[p] = SharePartitionLag(int(info.lag), info.start_offset, "broker")
+            else:
+                missing.append(p)
+        if missing:
+            reset = self.admin.group_config(self.group).get(RESET_CONFIG, "latest")
+            if reset == "earliest":
+                latest, earliest = self.admin.end_offsets(self.topic, "latest"), \
+                    self.admin.end_offsets(self.topic, "earliest")
+                for p in missing:
+                    out[p] = SharePartitionLag(max(0, latest[p] - earliest[p]), None, "reset-earliest")
+            else:
+                counted: Counted = "reset-latest" if reset == "latest" else "unknown"
+                for p in missing:
+                    out[p] = SharePartitionLag(0 if counted == "reset-latest" else None, None, counted)
+        return dict(sorted(out.items()))
+
+    def total_lag(self) -> TotalLag:
+        """The sum over the partitions of one :meth:`read_partitions`, dated at the read (0 s
+        old); no value (``lag_records`` None) when any partition's lag is unknown.
+
+        Raises:
+            BrokerError: as :meth:`read_partitions`.
+        """
+        parts = self.read_partitions()
+        now = self.clock()
+        if any(v.lag_records is None for v in parts.values()):
+            return TotalLag(None, None, now, self.name)
+        return TotalLag(float(sum(v.lag_records or 0 for v in parts.values())), now, now, self.name)
+
+    def close(self) -> None:
+        """Stop the share-group admin service this source started (idempotent)."""
+        with self._lock:
+            if self._owned and self._share_admin is not None:
+                self._share_admin.stop()
+                self._share_admin = None
+
+    def _share(self) -> ShareGroupAdmin:
+        with self._lock:
+            if self._share_admin is None:
+                from ..kafka.share_admin import ShareGroupAdmin
+
+                self._share_admin = ShareGroupAdmin(self.admin.bootstrap_servers).start()
+            return self._share_admin
