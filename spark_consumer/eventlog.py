@@ -8,7 +8,8 @@ fields. Events, in the order a replica's life produces them:
 * ``started`` (engine, balancer, group, topic, commit, instance_id, ...), ``metrics_listening``
   (host, port), ``engine_ready`` (engine, startup_s, cds_archive) and, for Spark,
   ``spark_ready`` (startup_s), ``subscribed``;
-* ``joined`` (first assignment; ``via`` when found by describing the group), ``ready``;
+* ``joined`` (first assignment; ``via`` when found by describing the group; a share replica's
+  ``via`` is ``stats`` or ``poll``, after ``share_offset_reset`` (group, value)), ``ready``;
 * ``assigned`` / ``revoked`` / ``lost`` (partitions: incremental lists; assigned also carries
   the whole assignment), ``rebalance_done`` (duration_s), ``first_record``;
 * ``batch`` (only with ``--log-batches``: messages, records, poll_s, engine_s, commit_s,

@@ -21,6 +21,8 @@ Series (no name prefix; the scrape target identifies the replica):
 * ``replica_ready`` (0/1), ``replica_live`` (0/1: ``GET /healthz`` answers 200, see
   :mod:`spark_consumer.liveness`) and ``replica_info{replica_id,engine,balancer,group,topic,commit,
   instance_id}``.
+* share-group replicas only (:meth:`ReplicaMetrics.add_share_series`):
+  ``replica_redelivered_records_total`` and ``replica_acknowledged_records_total{type}``.
 """
 
 from __future__ import annotations
@@ -127,6 +129,23 @@ class ReplicaMetrics:
         self.batch_records = Histogram(
             "batch_records", "Records per batch",
             buckets=(1, 10, 100, 500, 1000, 2000, 5000, 10000, 50000), registry=r)
+
+    def add_share_series(self) -> None:
+        """Register the share-group series (``--group-type share``; a consumer-group replica's
+        ``/metrics`` stays without them):
+
+        * ``replica_redelivered_records_total``: records polled with a delivery count above 1
+          (acquired before, by this member or another, and released, rejected by a lock
+          timeout or left by a member that went away; Apache Kafka 4.3.1 KIP-932);
+        * ``replica_acknowledged_records_total{type}``: records acknowledged, by type
+          (``accept``, ``release``, ``reject``), counted when their commit succeeded.
+        """
+        r = self.registry
+        self.redelivered = Counter("replica_redelivered_records", "Records polled with a "
+                                   "delivery count above 1 (share group)", registry=r)
+        self.acknowledged = Counter("replica_acknowledged_records", "Records acknowledged and "
+                                    "committed, by acknowledgement type (share group)", ["type"],
+                                    registry=r)
 
     def processed(self, n: int) -> None:
         """Count ``n`` records whose downstream write finished."""

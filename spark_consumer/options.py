@@ -21,12 +21,13 @@ from typing import Any, Mapping, Sequence
 
 from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.contract.flags import (BALANCERS, COMMIT_MODES, COOPERATIVE_BALANCERS,
-                                            ENGINES, ENV_PREFIX, FLAG_BY_DEST, FLAGS,
-                                            REMOTE_ASSIGNORS, Flag, conflicts)
+                                            ENGINES, ENV_PREFIX, FLAG_BY_DEST, FLAGS, GROUP_TYPES,
+                                            REMOTE_ASSIGNORS, SHARE_OFFSET_RESETS, Flag,
+                                            conflicts)
 
 __all__ = ["BALANCERS", "COMMIT_MODES", "COOPERATIVE_BALANCERS", "DEFAULT_DIMENSION", "ENGINES",
-           "ENV_PREFIX", "FLAGS", "REMOTE_ASSIGNORS", "ConsumerOptions", "Flag", "build_parser",
-           "parse_options", "resolve"]
+           "ENV_PREFIX", "FLAGS", "GROUP_TYPES", "REMOTE_ASSIGNORS", "SHARE_OFFSET_RESETS",
+           "ConsumerOptions", "Flag", "build_parser", "parse_options", "resolve"]
 
 DEFAULT_DIMENSION = Path(__file__).resolve().parent / "data" / "segments.csv"  # package data
 
@@ -61,6 +62,8 @@ class ConsumerOptions:
     spark_remote: str | None = None
     sink: str = "parquet"
     output_topic: str | None = None
+    group_type: str = "consumer"
+    share_offset_reset: str = "earliest"
 
     @property
     def cooperative(self) -> bool:
@@ -156,7 +159,8 @@ def _finish(v: dict[str, Any]) -> ConsumerOptions:
         replica_id=v["replica_id"] or _default_replica_id(), engine=v["engine"],
         event_log=v["event_log"], dimension=v["dimension"] or DEFAULT_DIMENSION,
         log_batches=v["log_batches"], spark_remote=v["spark_remote"], sink=v["sink"],
-        output_topic=v["output_topic"],
+        output_topic=v["output_topic"], group_type=v["group_type"],
+        share_offset_reset=v["share_offset_reset"],
     )
 
 

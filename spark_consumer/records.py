@@ -67,6 +67,11 @@ class DecodedBatch:
         return int(self.message_index[records_done])
 
 
+def well_formed(value: bytes | None) -> bool:
+    """True for a value :func:`decode` reads: exactly ``EVENT_SIZE_BYTES`` (280) bytes."""
+    return value is not None and len(value) == EVENT_SIZE_BYTES
+
+
 def decode(values: Sequence[bytes]) -> dict[str, np.ndarray]:
     """Decode 280-byte event values into columns.
 
@@ -101,7 +106,7 @@ def decode_messages(messages: Sequence[Message], processed_at_ns: int) -> Decode
         partitions[i] = msg.partition()
         offsets[i] = msg.offset()
         value = msg.value()
-        if value is not None and len(value) == EVENT_SIZE_BYTES:
+        if well_formed(value):
             values.append(value)
             index.append(i)
     message_index = np.asarray(index, dtype=np.int64)

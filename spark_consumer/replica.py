@@ -12,6 +12,10 @@ a rebalance. The engine stops last; exit code 0. If the watchdog fires first, th
 1 at once (``drain_timeout`` event); whatever was processed and not committed is reprocessed by
 the next owner, as after SIGKILL.
 
+Share groups. ``--group-type share`` makes the replica a KIP-932 share-group member instead
+(:mod:`spark_consumer.share`: explicit acknowledgements, one poll's records per batch run);
+the drain, the watchdog, the engine and the sink are the same.
+
 Liveness. ``GET /healthz`` and ``replica_live`` say whether the group session still works
 (:mod:`spark_consumer.liveness`): 503 once a joined replica went longer than its session timeout
 without a healthy group moment (librdkafka's statistics, an assignment, a batch), so a
@@ -46,6 +50,8 @@ from .liveness import STATS_INTERVAL_MS, GroupLiveness
 from .metrics import MetricsServer, ReplicaMetrics
 from .options import ConsumerOptions
 from .pipeline import BatchProcessor, WriteSimulator
+from .share import (SHARE_SESSION_TIMEOUT_S, DeliveryCountSink, ShareConsumerLike, ShareLoop,
+                    ShareMembership, apply_offset_reset, share_consumer_config)
 from .store import Sink
 from .trigger import MicroBatch, MicroBatchTrigger, TriggerSettings
 
@@ -75,9 +81,16 @@ def _make_consumer(config: dict[str, Any]) -> GroupConsumer:
     return Consumer(config)
 
 
+def _make_share_consumer(config: dict[str, Any]) -> ShareConsumerLike:
+    from confluent_kafka import ShareConsumer
+
+    return ShareConsumer(config)
+
+
 @dataclass
 class ReplicaParts:
-    """What a replica is built from (tests swap the engine, consumer factory and clock)."""
+    """What a replica is built from (tests swap the engine, consumer factories, the share
+    group's offset-reset call and the clock)."""
 
     opts: ConsumerOptions
     engine: Engine
@@ -88,6 +101,8 @@ class ReplicaParts:
     make_consumer: Callable[[dict[str, Any]], GroupConsumer] = _make_consumer
     describe_members: Callable[[], set[str]] | None = None
     serve_http: bool = True
+    make_share_consumer: Callable[[dict[str, Any]], ShareConsumerLike] = _make_share_consumer
+    set_share_offset_reset: Callable[[str, str, str], None] = apply_offset_reset
 
 
 class Replica:
@@ -102,12 +117,14 @@ class Replica:
         self._engine_ready = False
         self._watchdog: threading.Timer | None = None
         self._fatal: str | None = None
-        self.handler: RebalanceHandler | None = None
+        self.handler: RebalanceHandler | ShareMembership | None = None
+        self.share = self.opts.group_type == "share"
         # consumer_records_lag{topic,partition}: read by the poll thread between batches (1/s).
         self.lag = ConsumerLagCollector(self.opts.topic, self._owned)
         parts.metrics.registry.register(self.lag)
-        self.group_liveness = GroupLiveness(session_timeout_s(self.opts), parts.clock,
-                                            parts.events, self.opts.replica_id)
+        timeout_s = SHARE_SESSION_TIMEOUT_S if self.share else session_timeout_s(self.opts)
+        self.group_liveness = GroupLiveness(timeout_s, parts.clock, parts.events,
+                                            self.opts.replica_id)
         self.server = MetricsServer(parts.metrics, self.readiness, self.opts.metrics_host,
                                     self.opts.metrics_port, is_live=self.liveness)
         # Read at scrape time: the gauge is never set, so the signal handler takes no
@@ -174,7 +191,7 @@ class Replica:
         if not self._engine_ready:
             return False, f"{self.opts.replica_id}: engine {self.opts.engine} starting"
         if self.handler is None or not self.handler.joined:
-            return False, f"{self.opts.replica_id}: waiting for the first assignment"
+            return False, f"{self.opts.replica_id}: {self._join_wait}"
         if self.stop_requested.is_set():
             return False, f"{self.opts.replica_id}: draining"
         return True, f"{self.opts.replica_id}: ready"
@@ -187,24 +204,31 @@ class Replica:
         if not self._engine_ready:
             exempt = f"engine {self.opts.engine} starting"
         elif self.handler is None or not self.handler.joined:
-            exempt = "waiting for the first assignment"
+            exempt = self._join_wait
         elif self.stop_requested.is_set():
             exempt = "draining"
         return self.group_liveness.check(exempt)
+
+    @property
+    def _join_wait(self) -> str:
+        return "waiting to join the share group" if self.share else \
+            "waiting for the first assignment"
 
     # -- life ------------------------------------------------------------------------------
     def run(self) -> int:
         """Start, consume until stopped, drain and close; returns the exit code."""
         ev, opts = self.p.events, self.opts
+        share = {"group_type": "share", "share_offset_reset": opts.share_offset_reset} \
+            if self.share else {}
         ev.emit("started", engine=opts.engine, balancer=opts.balancer, group=opts.group,
                 topic=opts.topic, commit=opts.commit, instance_id=opts.instance_id,
                 process_ms=opts.process_ms, inflight=opts.inflight, max_batch=opts.max_batch,
                 trigger_interval_s=opts.trigger_interval_s, sink=opts.sink,
-                output_topic=opts.output_topic)
+                output_topic=opts.output_topic, **share)
         self.p.metrics.info.info({
             "replica_id": opts.replica_id, "engine": opts.engine, "balancer": opts.balancer,
             "group": opts.group, "topic": opts.topic, "commit": opts.commit,
-            "instance_id": opts.instance_id or ""})
+            "instance_id": opts.instance_id or "", **({"group_type": "share"} if share else {})})
         try:
             self._start_server()
             if not self._start_engine():
@@ -243,6 +267,8 @@ class Replica:
         return True
 
     def _consume(self) -> int:
+        if self.share:
+            return self._consume_share()
         ev, m = self.p.events, self.p.metrics
         conf = {**consumer_config(self.opts), "error_cb": self._on_kafka_error,
                 "statistics.interval.ms": STATS_INTERVAL_MS,
@@ -263,6 +289,43 @@ class Replica:
         self.handler.add_removed_listener(trigger.drop)
         code = self._poll_loop(consumer, trigger, processor, committer)
         self._close(consumer, committer, trigger)
+        return code
+
+    def _consume_share(self) -> int:
+        """Set the group's offset reset, join the share group, run :class:`ShareLoop`, close."""
+        ev, m, opts = self.p.events, self.p.metrics, self.opts
+        m.add_share_series()
+        t0 = self.p.clock.now()
+        try:
+            self.p.set_share_offset_reset(opts.bootstrap, opts.group, opts.share_offset_reset)
+        except Exception as exc:  # KafkaException: a group that may skip its backlog is fatal
+            ev.emit("error", where="share_offset_reset", error=repr(exc))
+            return EXIT_FAILED
+        ev.emit("share_offset_reset", group=opts.group, value=opts.share_offset_reset,
+                took_s=round(self.p.clock.now() - t0, 3))
+        membership = ShareMembership(ev, self._on_joined)
+        self.handler = membership
+
+        def on_stats(text: str) -> None:
+            self.group_liveness.on_stats(text)
+            membership.on_stats(self.group_liveness.last_stats)
+
+        conf = {**share_consumer_config(opts), "error_cb": self._on_kafka_error,
+                "statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": on_stats}
+        consumer = self.p.make_share_consumer(conf)
+        consumer.subscribe([opts.topic])
+        ev.emit("subscribed", topic=opts.topic, group=opts.group, group_type="share")
+        sink = DeliveryCountSink(self.p.store)
+        processor = BatchProcessor(
+            self.p.engine, sink, WriteSimulator(opts.process_ms, opts.inflight, self.p.clock), m,
+            self.p.clock, on_first_record=lambda: ev.emit("first_record"))
+        loop = ShareLoop(consumer, processor, sink, TriggerSettings.from_options(opts), m, ev,
+                         self.p.clock, membership, should_stop=self.stop_requested.is_set,
+                         fatal=lambda: self._fatal, is_error=self._is_error,
+                         liveness=self.group_liveness, on_idle=self.liveness,
+                         log_batches=opts.log_batches)
+        code = loop.run()
+        loop.close()
         return code
 
     def _poll_loop(self, consumer: GroupConsumer, trigger: MicroBatchTrigger,

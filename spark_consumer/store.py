@@ -11,7 +11,8 @@ process's start time, so a restarted replica with the same id never overwrites e
 Rows (:data:`STORE_SCHEMA`, one per processed record): partition int32, offset int64, seq int64,
 entity_id int64, ts_ns int64 (event time, ns since the epoch), bucket int32, segment string,
 region string, event_lag_ms float64, processed_at_ns int64 (batch enrichment time),
-written_at_ns int64 (end of the record's simulated write), replica_id string.
+written_at_ns int64 (end of the record's simulated write), replica_id string; a share-group
+replica (``--group-type share``) adds delivery_count int32 (:data:`SHARE_STORE_SCHEMA`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ STORE_SCHEMA = pa.schema(
      pa.field("written_at_ns", pa.int64()), pa.field("replica_id", pa.string())]
 )
 
+DELIVERY_COUNT = "delivery_count"
+#: :data:`STORE_SCHEMA` plus ``delivery_count`` (int32: the record's delivery attempt, 1 on its
+#: first acquisition; Apache Kafka 4.3.1 KIP-932), the rows of a share-group replica. Readers
+#: that select the :data:`STORE_SCHEMA` columns read both.
+SHARE_STORE_SCHEMA = STORE_SCHEMA.append(pa.field(DELIVERY_COUNT, pa.int32()))
+
 
 class Sink(Protocol):
     """Where a replica's processed records go; a write returns once they are durable there."""
@@ -47,11 +54,13 @@ class Sink(Protocol):
 
 def store_rows(enriched: pa.Table, written_at_ns: np.ndarray, replica_id: str) -> pa.Table:
     """:data:`STORE_SCHEMA` rows of a batch: the enriched rows (``row`` dropped), when each
-    record's write ended (int64 ns since the epoch) and the replica's id."""
+    record's write ended (int64 ns since the epoch) and the replica's id;
+    :data:`SHARE_STORE_SCHEMA` rows when ``enriched`` carries a ``delivery_count`` column."""
     n = enriched.num_rows
     table = enriched.append_column("written_at_ns", pa.array(written_at_ns, pa.int64()))
     table = table.append_column("replica_id", pa.repeat(pa.scalar(replica_id, pa.string()), n))
-    return table.select(STORE_SCHEMA.names).cast(STORE_SCHEMA)
+    schema = SHARE_STORE_SCHEMA if DELIVERY_COUNT in enriched.column_names else STORE_SCHEMA
+    return table.select(schema.names).cast(schema)
 
 
 class ParquetStore:
@@ -94,9 +103,15 @@ class ParquetStore:
         """Nothing to release: each file is complete when :meth:`write` returns."""
 
 
-def read_store(root: str | Path) -> pa.Table:
-    """Every row in the store (all replicas, all batches); empty table when there is none."""
+def read_store(root: str | Path, schema: pa.Schema = STORE_SCHEMA) -> pa.Table:
+    """Every row in the store (all replicas, all batches); empty table when there is none.
+
+    Args:
+        root: the store directory.
+        schema: the columns to read: :data:`STORE_SCHEMA`, or :data:`SHARE_STORE_SCHEMA` for a
+            share-group replica's store (``delivery_count`` is null in rows that lack it).
+    """
     files = sorted(p for p in Path(root).rglob("*.parquet") if not p.name.startswith("."))
     if not files:
-        return STORE_SCHEMA.empty_table()
-    return pa.concat_tables(pq.read_table(f, schema=STORE_SCHEMA) for f in files)
+        return schema.empty_table()
+    return pa.concat_tables(pq.read_table(f, schema=schema) for f in files)

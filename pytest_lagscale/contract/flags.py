@@ -7,7 +7,8 @@ whether the platform sets it per replica (:data:`PLATFORM_FLAGS`). ``spark_consu
 builds its argparse parser and environment fallbacks from it;
 :mod:`pytest_lagscale.config.replica_args` validates a Deployment's ``args`` with it. The enums
 (:data:`BALANCERS`, :data:`COOPERATIVE_BALANCERS`, :data:`REMOTE_ASSIGNORS`,
-:data:`COMMIT_MODES`, :data:`ENGINES`, :data:`SINKS`) are declared here only.
+:data:`COMMIT_MODES`, :data:`ENGINES`, :data:`SINKS`, :data:`GROUP_TYPES`,
+:data:`SHARE_OFFSET_RESETS`) are declared here only.
 
 Example:
     >>> FLAG_BY_OPTION["--max-batch"].parse("5000")
@@ -43,6 +44,11 @@ SPARK_REMOTE_PATTERN = re.compile(
     r":(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
     r"(?:/;[A-Za-z_]+=[^;=\s]*(?:;[A-Za-z_]+=[^;=\s]*)*)?")
 """A Spark Connect URL ``sc://HOST:PORT[/;key=value;...]`` (pyspark's connection string)."""
+GROUP_TYPES = ("consumer", "share")
+"""What the replica joins: a consumer group (partitions assigned, offsets committed) or a share
+group (Apache Kafka 4.3.1 KIP-932: records acquired and acknowledged one by one)."""
+SHARE_OFFSET_RESETS = ("earliest", "latest")
+"""Values of the share group's ``share.auto.offset.reset`` config (Apache Kafka 4.3.1 KIP-932)."""
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """Replica ids and static member ids: 1-64 characters, safe in file names and client ids."""
 BOOL_WORDS = ("1", "0", "true", "false", "yes", "no")
@@ -228,6 +234,14 @@ FLAGS: tuple[Flag, ...] = (
     Flag("dimension", Path, "Dimension table CSV with bucket,segment,region (default: the "
          "segments.csv shipped with the replica)", "a path", "/data/segments.csv",
          metavar="PATH"),
+    _enum("group-type", GROUP_TYPES, "consumer",
+          "Join --group as a consumer group (consumer) or as a KIP-932 share group (share: "
+          "records acknowledged one by one after their batch was written; --balancer is "
+          "ignored) (default: consumer)"),
+    _enum("share-offset-reset", SHARE_OFFSET_RESETS, "earliest",
+          "The share group's share.auto.offset.reset, set by every share replica at start "
+          "(earliest: a new group reads the topic from its start); ignored with --group-type "
+          "consumer (default: earliest)"),
 )
 """Every flag of the replica, in ``--help`` order."""
 
@@ -273,7 +287,9 @@ def conflicts(given: Collection[str], balancer: str, engine: str | None = None
         ``consumer`` protocol (its session timeout is a broker setting), ``--remote-assignor``
         with a classic balancer, ``--spark-remote`` with an engine other than spark-connect,
         ``--output-topic`` with a ``--sink`` other than topic (``given["--sink"]`` when
-        ``given`` is a mapping holding it, else the default).
+        ``given`` is a mapping holding it, else the default), and with ``--group-type share``
+        (``given["--group-type"]``, a mapping's only) the consumer-group-only flags
+        ``--session-timeout``, ``--remote-assignor``, ``--instance-id`` and ``--commit auto``.
     """
     found = []
     if balancer == "consumer" and "--session-timeout" in given:
@@ -301,4 +317,32 @@ def conflicts(given: Collection[str], balancer: str, engine: str | None = None
                               f"is only valid with --sink topic, not {sink!r}",
                               f"--output-topic only with --sink topic, not {sink!r}",
                               "drop --output-topic or pass --sink topic"))
+    found += _share_conflicts(given, {c.option for c in found})
+    return found
+
+
+_NOT_WITH_SHARE = (
+    ("--session-timeout", "share-group session timeouts are broker settings"),
+    ("--remote-assignor", "the broker assigns a share group's partitions"),
+    ("--instance-id", "share groups have no static membership"),
+)
+"""Consumer-group flags a share replica refuses, with why (Apache Kafka 4.3.1 KIP-932)."""
+
+
+def _share_conflicts(given: Collection[str], already: set[str]) -> list[Conflict]:
+    """The consumer-group-only flags of ``given`` with ``--group-type share`` (none reported
+    twice: ``already`` holds the flags found by the other rules)."""
+    if not isinstance(given, Mapping) or given.get("--group-type") != "share":
+        return []
+    found = []
+    for option, why in _NOT_WITH_SHARE:
+        if option in given and option not in already:
+            found.append(Conflict(option, f"is not allowed with --group-type share ({why})",
+                                  f"no {option} with --group-type share ({why})",
+                                  f"drop {option} or pass --group-type consumer"))
+    if given.get("--commit") == "auto":
+        why = "a share replica acknowledges each batch and commits it synchronously"
+        found.append(Conflict("--commit", f"is not allowed with --group-type share ({why})",
+                              f"--commit manual with --group-type share ({why})",
+                              "pass --commit manual or --group-type consumer"))
     return found

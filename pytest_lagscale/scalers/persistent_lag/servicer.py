@@ -36,6 +36,7 @@ from ...contract.clock import Clock, RealClock
 from ...contract.errors import ConfigError
 from ..externalscaler import externalscaler_pb2 as pb2
 from ..externalscaler import externalscaler_pb2_grpc as pb2_grpc
+from ..externalscaler.answers import check_metric_name, metric_spec_response, metric_value_response
 from .metadata import PersistentLagSettings, parse_metadata
 from .sampler import LagSampler, SourceFactory, broker_lag_source
 from .window import Assessment
@@ -76,21 +77,13 @@ class PersistentLagServicer(pb2_grpc.ExternalScalerServicer):
     def GetMetricSpec(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802 - gRPC name
         settings = self._settings(request, context)
         self._sampler(request, settings, context)  # start sampling as soon as KEDA knows us
-        return pb2.GetMetricSpecResponse(metricSpecs=[pb2.MetricSpec(
-            metricName=settings.metric_name, targetSize=settings.lag_threshold,
-            targetSizeFloat=float(settings.lag_threshold))])
+        return metric_spec_response(settings.metric_name, settings.lag_threshold)
 
     def GetMetrics(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         ref = request.scaledObjectRef
         settings = self._settings(ref, context)
-        if request.metricName != settings.metric_name:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                          f"'metricName': got {request.metricName!r}, expected {settings.metric_name!r} (the name "
-                          f"GetMetricSpec gives for ScaledObject {ref.namespace}/{ref.name}); call GetMetricSpec "
-                          "and use its metricName without KEDA's sN- prefix")
-        value = self._assessment(ref, settings, context).metric_value
-        return pb2.GetMetricsResponse(metricValues=[pb2.MetricValue(
-            metricName=settings.metric_name, metricValue=round(value), metricValueFloat=value)])
+        check_metric_name(request, settings.metric_name, context)
+        return metric_value_response(settings.metric_name, self._assessment(ref, settings, context).metric_value)
 
     def IsActive(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         settings = self._settings(request, context)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -154,3 +155,17 @@ def stats_json(state: str = "up", join_state: str = "steady", *, assignment_size
         "cgrp": {"state": state, "stateage": stateage_ms, "join_state": join_state,
                  "rebalance_age": 1000, "rebalance_cnt": 1, "rebalance_reason": "",
                  "assignment_size": assignment_size}})
+
+
+class SignalClock(FakeClock):
+    """A fake clock that delivers SIGTERM to the replica when it passes ``at_s``."""
+
+    def __init__(self, at_s: float | None = None):
+        super().__init__()
+        self.at_s, self.replica = at_s, None
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if self.at_s is not None and self.now() >= self.at_s and self.replica is not None:
+            self.at_s = None
+            self.replica._on_signal(signal.SIGTERM, None)

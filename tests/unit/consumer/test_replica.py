@@ -18,21 +18,7 @@ from spark_consumer.options import DEFAULT_DIMENSION, parse_options
 from spark_consumer.replica import Replica, ReplicaParts
 from spark_consumer.store import ParquetStore, read_store
 
-from .fakes import FakeConsumer, FakeTopicPartition, messages, stats_json
-
-
-class SignalClock(FakeClock):
-    """A fake clock that delivers SIGTERM to the replica when it passes ``at_s``."""
-
-    def __init__(self, at_s: float | None = None):
-        super().__init__()
-        self.at_s, self.replica = at_s, None
-
-    def sleep(self, seconds: float) -> None:
-        super().sleep(seconds)
-        if self.at_s is not None and self.now() >= self.at_s and self.replica is not None:
-            self.at_s = None
-            self.replica._on_signal(signal.SIGTERM, None)
+from .fakes import FakeConsumer, FakeTopicPartition, SignalClock, messages, stats_json
 
 
 def _replica(tmp_path, consumer: FakeConsumer, clock: FakeClock, *extra: str,
