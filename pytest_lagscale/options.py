@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .config.bundled import SCALES, resolve_manifest, resolve_profile
-from .contract.flags import BALANCERS, ENGINES, FLAG_BY_OPTION
+from .contract.flags import BALANCERS, ENGINES, FLAG_BY_OPTION, GROUP_TYPES
 from .kafka import KINDS
 from .platform import NODES, PLATFORMS
 
@@ -358,6 +358,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               setting=None),
     _choices("balancer", "balancer", BALANCERS, "Partition assignment protocol of the replicas. "
              "Default: the Deployment's (cooperative-sticky)."),
+    _choices("group-type", "group_type", GROUP_TYPES, "What the replicas join: a consumer group "
+             "(consumer) or a KIP-932 share group (share: the replicas run --group-type share, "
+             "and the run reads the share group's lag). Default: the Deployment's (consumer)."),
     RunOption("partitions", "partitions", "Partitions of the topic (1 to 1024). Default: the "
               "profile's.", metavar="N", parse=PARTITIONS),
     _choices("engine", "engine", ENGINES, "The replicas' processing engine. Default: the "

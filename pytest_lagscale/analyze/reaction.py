@@ -16,6 +16,9 @@ alone would not do: the replica's ``/ready`` waits for its first assignment, and
 polls once a second, so ``replica_ready`` can follow the assignment and make the join negative.
 * first fetch: ``assigned`` -> its ``first_record``.
 
+A share-group member (KIP-932) has no assignment callback: its join ends at its ``joined`` event
+(``group_type: share``: the group's statistics show it steady, or a poll returned records).
+
 When every event is present the five parts add up to the reaction time exactly.
 
 A group that scales *in* after the spike start before any scale-out absorbed the spike with the
@@ -95,6 +98,9 @@ def _replica_times(events: pd.DataFrame, replica_id: str) -> dict[str, float | N
         rows = own[own["event"] == stage]
         if stage == "assigned":
             rows = rows[rows["fields"].map(_has_partitions)]
+            if not len(rows):  # a share-group member: its join
+                joined = own[own["event"] == "joined"]
+                rows = joined[joined["fields"].map(lambda f: f.get("group_type") == "share")]
         elif stage == "replica_ready":
             rows = own[own["event"].isin(("replica_ready", "engine_ready"))]
         times[stage] = float(rows["t_s"].min()) if len(rows) else None

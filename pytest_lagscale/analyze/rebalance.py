@@ -4,29 +4,27 @@ A scale step (one change of the timeline's ``current_replicas``) is anchored at 
 the first ``revoked``, ``assigned`` or ``lost`` event of any replica that belongs to the
 membership change, found as follows.
 
-* The step's members come from the platform's events in ``[t_s - 2 s, t_s + 1 s]`` (the
-  timeline's 1 s rows show the new count up to ~2 s after the platform acted): the
-  ``replica_started`` replicas of a scale-up, the ``replica_terminating`` replicas of a
-  scale-down.
-* Scale-up: the rebalance starts when a new member joins, after its cold start (in the
-  spike-ci run on Spark the 1 -> 5 platform action came 13 s before the new members joined,
-  and after the next step's). The anchor is the earlier of the new members' first ``assigned``
-  and the first ``revoked`` / ``lost`` of any replica after their first ``subscribed`` (an eager
-  group revokes before the newcomer's assignment arrives), whenever that is; None when none
-  was ever assigned. Other replicas' ``assigned`` events between ``subscribed`` and the join
-  are not taken: on Spark they are often the tail of the previous step's cooperative
-  rebalance, delivered late by replicas busy in a micro-batch.
-* Scale-down: the anchor is the first rebalance event at or after the first of the step's
-  ``replica_terminating`` events (a leaving member revokes its partitions as it closes), before
-  the next step's members; None when none came.
+* The step's members come from the platform's events in ``[t_s - 2 s, t_s + 1 s]``: the
+  ``replica_started`` replicas of a scale-up, the ``replica_terminating`` ones of a scale-down.
+* Scale-up: the rebalance starts when a new member joins, after its cold start. The anchor is
+  the earlier of the new members' first ``assigned`` and the first ``revoked`` / ``lost`` of any
+  replica after their first ``subscribed`` (an eager group revokes before the newcomer's
+  assignment arrives); None when none was ever assigned. Other replicas' ``assigned`` events
+  between ``subscribed`` and the join are not taken: on Spark they are often the tail of the
+  previous step's cooperative rebalance, delivered late by replicas busy in a micro-batch.
+* Scale-down: the first rebalance event at or after the step's first ``replica_terminating``,
+  before the next step's members; None when none came.
 * Without platform events, the first rebalance event in ``[t_s, next step's t_s)``.
+* A share group (KIP-932; its replicas log ``share_offset_reset``) has no rebalance callbacks:
+  its members' ``joined`` stands for ``assigned`` and ``closed`` for ``revoked``; no partition
+  is stopped (a leaving member releases its records).
 
 The step's rebalance events are those in ``[anchor, anchor + 10 s)``, cut at the next step's
 anchor. From them: **rebalance duration** = from the anchor to the step's last ``revoked`` /
-``assigned`` / ``lost`` callback (the group's rebalance as its members saw it, both rounds of a
-cooperative one; the replicas' ``rebalance_done.duration_s`` is only the time spent inside one
-callback, microseconds) and **partitions stopped** = distinct partitions in ``revoked`` and
-``lost`` events.
+``assigned`` / ``lost`` callback (both rounds of a cooperative one; the replicas'
+``rebalance_done.duration_s`` is only the time inside one callback) and **partitions stopped** =
+distinct partitions in ``revoked`` and ``lost`` events (docs/experiments.md, "Notes moved from
+module docstrings", says why the join is the anchor).
 """
 
 from __future__ import annotations
@@ -41,6 +39,8 @@ import pandas as pd
 REBALANCE_EVENTS = ("revoked", "assigned", "lost")
 #: Replica events whose partitions stopped being consumed.
 STOP_EVENTS = ("revoked", "lost")
+#: A share group's membership events and the rebalance events they stand for.
+SHARE_MEMBERSHIP_EVENTS = {"joined": "assigned", "closed": "revoked"}
 #: Platform events up to this many seconds before a step's row belong to it ...
 MATCH_BEFORE_S = 2.0
 #: ... and up to this many after.
@@ -137,6 +137,8 @@ def step_rebalances(events: pd.DataFrame | None, steps: Sequence[StepTime]) -> l
     """
     if events is None or not len(events):
         return [Rebalance(None) for _ in steps]
+    if (events["event"] == "share_offset_reset").any():  # a share group: membership stands in
+        events = events.assign(event=events["event"].replace(SHARE_MEMBERSHIP_EVENTS))
     rebalances = events[events["event"].isin(REBALANCE_EVENTS) & events["replica_id"].notna()]
     matched = [_platform_members(events, step) for step in steps]
     members = [m for m, _ in matched]

@@ -11,13 +11,16 @@ annotation                                            default controller flag it
 ``lagscale.dev/hpa-tolerance``                        0.1     ``--horizontal-pod-autoscaler-tolerance``
 ``lagscale.dev/hpa-downscale-stabilization-seconds``  300     ``--horizontal-pod-autoscaler-downscale-stabilization``
 ``lagscale.dev/local-scaler-address``                 unset   (the scaler's Deployment + Service)
+``lagscale.dev/local-scaler-kind``                    persistent-lag  (which scaler that Service runs)
 ==================================================== ======= =====================================
 
 Values are strings (annotations are ``map[string]string``) holding decimal numbers, except
 ``local-scaler-address``: the ``host:port`` of an external scaler's Service that the local
 platform stands in for. A ``type: external`` trigger whose ``scalerAddress`` is that address
 (or ``lagscale://local``) is served by the run's own ``lagscale scaler serve``, as the cluster's
-Service would send it to ``k8s/persistent-lag-scaler.yaml``'s pods.
+Service would send it to ``k8s/persistent-lag-scaler.yaml``'s pods; ``local-scaler-kind`` names
+the scaler kind it serves (a key of ``pytest_lagscale.scalers.SCALER_KINDS``:
+``persistent-lag``, or ``share-group`` for ``k8s/share-group-scaler.yaml``'s).
 Source: kubernetes/kubernetes pkg/controller/podautoscaler/config/v1alpha1/defaults.go v1.28.0;
 docs/semantics.md §3.1
 """
@@ -39,6 +42,10 @@ SYNC_PERIOD = PREFIX + "hpa-sync-period-seconds"
 TOLERANCE = PREFIX + "hpa-tolerance"
 DOWNSCALE_STABILIZATION = PREFIX + "hpa-downscale-stabilization-seconds"
 LOCAL_SCALER_ADDRESS = PREFIX + "local-scaler-address"
+LOCAL_SCALER_KIND = PREFIX + "local-scaler-kind"
+#: ``local-scaler-kind`` values: the keys of ``pytest_lagscale.scalers.SCALER_KINDS`` (kept here
+#: so config imports no scaler; a unit test keeps the two equal).
+LOCAL_SCALER_KINDS = ("persistent-lag", "share-group")
 
 
 @dataclass(frozen=True)
@@ -53,12 +60,14 @@ class HarnessSettings:
             absent or leaves scaleDown.stabilizationWindowSeconds unset (>= 0), default 300.
         local_scaler_address: the ``host:port`` the run's own external scaler stands in for
             (None: only ``lagscale://local``).
+        local_scaler_kind: the kind of scaler the run serves for it (``persistent-lag``).
     """
 
     hpa_sync_period_s: float = 15.0
     hpa_tolerance: float = 0.1
     hpa_downscale_stabilization_s: float = 300.0
     local_scaler_address: str | None = None
+    local_scaler_kind: str = "persistent-lag"
 
 
 _RULES = {
@@ -79,7 +88,14 @@ def collect_harness_settings(annotations: Mapping[str, Any], path: str, p: Probl
     """
     values: dict[str, Any] = {}
     ours = {k: v for k, v in annotations.items() if str(k).startswith(PREFIX)}
-    p.unknown_keys(ours, path, (*_RULES, LOCAL_SCALER_ADDRESS))
+    p.unknown_keys(ours, path, (*_RULES, LOCAL_SCALER_ADDRESS, LOCAL_SCALER_KIND))
+    if LOCAL_SCALER_KIND in ours:
+        kind = ours[LOCAL_SCALER_KIND]
+        if kind not in LOCAL_SCALER_KINDS:
+            p.add(join(path, LOCAL_SCALER_KIND), kind, "one of " + ", ".join(LOCAL_SCALER_KINDS),
+                  "set it to the kind `lagscale scaler serve --kind` runs behind the address")
+        else:
+            values["local_scaler_kind"] = kind
     if LOCAL_SCALER_ADDRESS in ours:
         text = ours[LOCAL_SCALER_ADDRESS]
         if not isinstance(text, str) or not _ADDRESS.fullmatch(text):

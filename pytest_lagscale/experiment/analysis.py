@@ -247,6 +247,8 @@ def _run_info(run: Any) -> dict[str, Any]:
             "spark_connect": _spark_connect_info(run),
             # --lag-source and the stand-ins it started; trigger_addresses: manifest -> run
             "lag_source": run.lag_signal,
+            # what the replicas join, and a share group's configs as the broker reported them
+            "group_type": plan.group_type, "share_group": getattr(run, "share_group", {}) or None,
             # the consumers' own lag (consumer_records_lag) beside the committed-offset lag
             "consumer_lag": compare_lag_views(run.timeline)}
 

@@ -62,14 +62,14 @@ def plan_lag_source(settings: Any, policy: Any) -> LagSourcePlan:
     Raises:
         ConfigError: ``--lag-source`` other than broker for a policy that reads offsets per
             partition (a kafka trigger, the run's persistent-lag scaler), naming the option, the
-            policy and the allowed values; ``share-group`` (a run's consumers are a consumer group).
+            policy and the allowed values; ``share-group`` (a share-group run reads its lag
+            itself, docs/lag-sources.md "Share groups").
     """
     kind = settings.lag_source
     if kind == "share-group":
-        raise ConfigError("--lag-source: 'share-group' reads a share group's lag, and a run's consumers are a "
-                          "consumer group (its lag exporter, group observer and reconciliation read consumer "
-                          "groups); use --lag-source broker (share-group lag is served to KEDA by `lagscale "
-                          "scaler serve --kind share-group`, docs/policies.md)")
+        raise ConfigError("--lag-source: 'share-group' reads a share group's lag, which a run of share-group "
+                          "replicas (--group-type share) reads by itself and scales on through the share-group "
+                          "scaler (--policy scaledobject-share-group-ci); drop --lag-source (broker)")
     per_partition = (policy.needs_lag and not getattr(policy, "reads_total_lag", False)) \
         or getattr(policy, "needs_local_scaler", False)
     if kind != "broker" and per_partition:

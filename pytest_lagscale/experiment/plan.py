@@ -46,6 +46,8 @@ class RunPlan:
             the runner's settle loop asks every second).
         lag_source: where the policy reads lag and what the ``sources`` phase starts
             (:func:`~.lag_signal.plan_lag_source`).
+        group_type: what the replicas join: ``consumer`` (a consumer group) or ``share`` (a
+            KIP-932 share group: the run reads the share group's lag, docs/experiments.md).
     """
 
     settings: RunSettings
@@ -66,6 +68,7 @@ class RunPlan:
     trigger_interval_s: float = 0.0
     spark_remote: str | None = None
     lag_source: LagSourcePlan = LagSourcePlan()
+    group_type: str = "consumer"
 
     def build_policy(self, *, created_at_s: float = 0.0) -> Any:
         """A fresh :class:`~pytest_lagscale.control.policy.base.ScalingPolicy` of this plan."""
@@ -172,6 +175,7 @@ def plan_run(settings: RunSettings) -> RunPlan:
         reference = build_policy(default).lag_threshold_records
     _check_local_scaler_metadata(policy, policy_config.source)
     lag_source = plan_lag_source(settings, policy)
+    group_type = _group_type(settings, deployment, policy, policy_config.source)
     if policy.needs_lag is False and policy.needs_cpu and not deployment.cpu_request_millicores:
         raise ConfigError(f"{deployment.source}: the policy {policy_config.source} scales on "
                           "CPU utilization but the consumer container has no "
@@ -184,7 +188,8 @@ def plan_run(settings: RunSettings) -> RunPlan:
                    spike=profile_spike_window(profile), actions=actions,
                    max_partitions=max([profile.partitions, *grown]),
                    reference_lag_threshold=int(reference or 0), policy_kind=policy.name,
-                   replica_range=(policy.min_replicas, policy.max_replicas), lag_source=lag_source)
+                   replica_range=(policy.min_replicas, policy.max_replicas), lag_source=lag_source,
+                   group_type=group_type)
     from ..platform import check_plan
 
     check_plan(settings.platform, plan)
@@ -210,8 +215,10 @@ def describe_plan(plan: RunPlan) -> list[str]:
         f"deployment: {plan.deployment.source}",
         f"platform: {s.platform}; broker: {s.kafka}; scale: {s.scale}",
         f"replicas: engine {plan.engine}, balancer {plan.balancer}, trigger interval "
-        f"{plan.trigger_interval_s:g} s",
-        f"lag source: {plan.lag_source.kind}",
+        f"{plan.trigger_interval_s:g} s"
+        + (", in a share group (KIP-932)" if plan.group_type == "share" else ""),
+        f"lag source: {plan.lag_source.kind}"
+        + (" (the share group's lag, KIP-1226)" if plan.group_type == "share" else ""),
         f"actions: {actions}",
         f"expected duration: {duration:g} s of load, then up to {s.settle_timeout_s:g} s to "
         f"settle (at most {(duration + s.settle_timeout_s) / 60:.1f} min, plus start-up and "
@@ -219,24 +226,53 @@ def describe_plan(plan: RunPlan) -> list[str]:
     ]
 
 
+def _group_type(settings: Any, deployment: Any, policy: Any, source: str) -> str:
+    """What the replicas join (``--group-type``, else the Deployment's replica flag).
+
+    Raises:
+        ConfigError: a share group with a policy whose trigger reads a consumer group's
+            committed offsets (KEDA's kafka trigger; a share group has none), or with
+            ``--static-membership`` (share groups have no static members); a run-served scaler
+            of the other group type (share-group for a consumer group, or the reverse).
+    """
+    replica = deployment.replica
+    given = replica.flags.get("--group-type") if replica is not None else None
+    group_type = settings.group_type or given or "consumer"
+    scaler = policy.local_scaler_kind if getattr(policy, "needs_local_scaler", False) else None
+    if scaler is not None and (scaler == "share-group") != (group_type == "share"):
+        raise ConfigError(f"--policy: {source} is served by the run's own {scaler} scaler, which reads "
+                          f"{'a share group' if scaler == 'share-group' else 'a consumer group'}, and the "
+                          f"replicas join a {group_type} group; pass --group-type "
+                          f"{'share' if scaler == 'share-group' else 'consumer'} or another policy")
+    if group_type != "share":
+        return group_type
+    if getattr(policy, "needs_lag", False):
+        raise ConfigError(f"--group-type share: the policy {source} has a trigger that reads the group's "
+                          "committed offsets (KEDA's kafka trigger), and a share group commits none; use "
+                          "a policy on the share group's lag (--policy scaledobject-share-group-ci) or on CPU")
+    if settings.static_membership:
+        raise ConfigError("--static-membership: share groups have no static members (KIP-932); drop it "
+                          "or --group-type share")
+    return group_type
+
+
 def _check_local_scaler_metadata(policy: Any, source: str) -> None:
-    """The run's own scaler is the persistent-lag scaler: check the metadata of the triggers it
-    serves now, as it would (bootstrapServers, consumerGroup and topic are the run's).
+    """Check the metadata of the triggers the run's own scaler serves now, as that scaler (the
+    policy's ``local_scaler_kind``) would, with the run's bootstrapServers, group and topic.
 
     Raises:
         ConfigError: every problem, naming the manifest and the trigger.
     """
-    from ..scalers.persistent_lag.metadata import parse_metadata
-    from ..sources import PARTITION_LAG_SOURCES
+    from ..scalers import metadata_parser, run_metadata
 
     lines: list[str] = []
     for call in getattr(policy, "external_scalers", ()):
         if not call.local:
             continue
-        run_keys = {"bootstrapServers": "run", "consumerGroup": "run", "topic": "run"}
+        kind = policy.local_scaler_kind
         try:
-            parse_metadata({**call.metadata, **run_keys}, lag_sources=PARTITION_LAG_SOURCES,
-                           source=f"{source} spec.triggers[{call.trigger_index}].metadata")
+            metadata_parser(kind)({**call.metadata, **run_metadata(kind, "run", "run", "run")},
+                                  source=f"{source} spec.triggers[{call.trigger_index}].metadata")
         except ConfigError as exc:
             lines.extend(exc.problems)
     if lines:
@@ -262,6 +298,8 @@ def _replica_program_plan(settings: Any, replica: Any
         flag_overrides["--engine"] = settings.engine
     if settings.trigger_interval_s is not None:
         flag_overrides["--trigger-interval"] = f"{settings.trigger_interval_s:g}"
+    if settings.group_type:
+        flag_overrides["--group-type"] = settings.group_type
     if settings.static_membership:
         flag_overrides.update(static_membership_flags(settings.balancer or replica.balancer,
                                                       replica.flags))
@@ -281,6 +319,7 @@ def _replica_program_plan(settings: Any, replica: Any
 
 #: Run options that set the replica program's flags: a command consumer has none of them.
 _REPLICA_PROGRAM_OPTIONS = (("engine", "--engine"), ("trigger_interval_s", "--trigger-interval"),
+                            ("group_type", "--group-type"),
                             ("spark_remote", "--spark-remote"),
                             ("static_membership", "--static-membership"))
 

@@ -54,6 +54,12 @@ from .settings import RunSettings
 
 log = logging.getLogger(__name__)
 
+#: The group configs a share-group run sets before its first member joins: start at the log's
+#: beginning (Kafka's default ``latest`` would skip what was produced before the first join).
+#: The lock duration and delivery limit stay the broker's (30 s, 5), recorded per run.
+SHARE_GROUP_CONFIG = {"share.auto.offset.reset": "earliest"}
+#: Seconds the broker may take to report :data:`SHARE_GROUP_CONFIG` back once set.
+SHARE_CONFIG_TIMEOUT_S = 15.0
 #: Seconds a starting replica may take to become ready (Spark's cold start under load).
 READY_TIMEOUT_S = 180.0
 #: Scrape intervals waited before the load starts: file discovery refresh + first scrapes.
@@ -146,6 +152,7 @@ class _Parts:
     total_lag_source: Any = None
     value_reader: Any = None
     watch: Any = None
+    share_admin: Any = None
     group_observer: Any = None
 
 
@@ -198,6 +205,8 @@ class Run:
         self._harness_cpu_start: tuple[float, float] | None = None
         #: What the ``sources`` phase started (kind, addresses; ``run_info.lag_source``).
         self.lag_signal: dict[str, Any] = {}
+        #: A share-group run's group configs (``_share_group``); empty for a consumer group.
+        self.share_group: dict[str, Any] = {}
         #: A command consumer's exactness, read in the record phase (None: not read).
         self.output_reconciliation: Any = None
         self.committed_exactness: Any = None
@@ -269,12 +278,47 @@ class Run:
         self.parts.admin.create_topic(self.topic, self.plan.profile.partitions)
         if self.output_topic is not None:
             self.parts.admin.create_topic(self.output_topic, self.plan.profile.partitions)
-        lag_reads = BoundedLagReads(
-            lambda: KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
-                               timeout_s=LAG_READ_REQUEST_TIMEOUT_S),
-            self.group, self.topic, timeout_s=self.lag_read_timeout_s(), clock=self.clock.inner.now)
+        def new_admin() -> Any:
+            return KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
+                              timeout_s=LAG_READ_REQUEST_TIMEOUT_S)
+
+        if self.plan.group_type == "share":
+            new_admin = self._share_group(stack, new_admin)
+        lag_reads = BoundedLagReads(new_admin, self.group, self.topic,
+                                    timeout_s=self.lag_read_timeout_s(), clock=self.clock.inner.now)
         stack.callback(lag_reads.close)
         self.parts.lag_source = lag_reads
+
+    def _share_group(self, stack: ExitStack, new_admin: Callable[[], Any]) -> Callable[[], Any]:
+        """A share-group run: set the group's configs (:data:`SHARE_GROUP_CONFIG`) before any
+        member joins, record every ``share.`` config the broker then reports (``share_group``
+        event, benchmark.json ``run_info.share_group``), start the share-group admin service (a
+        watched part) and return the factory of the lag reads' admins, which read the share
+        group's lag as offsets (:class:`~pytest_lagscale.sources.share_group.ShareGroupOffsetsAdmin`)."""
+        from ..kafka.share_admin import ShareGroupAdmin
+        from ..sources.share_group import ShareGroupOffsetsAdmin
+
+        from ..contract.errors import BrokerError
+
+        admin = self.parts.admin
+        admin.alter_group_config(self.group, SHARE_GROUP_CONFIG)
+        started = self.clock.inner.now()
+        while True:  # the broker applies a config change through its metadata log: read it back
+            config = {k: v for k, v in sorted(admin.group_config(self.group).items()) if k.startswith("share.")}
+            if all(config.get(k) == v for k, v in SHARE_GROUP_CONFIG.items()):
+                break
+            if self.clock.inner.now() - started > SHARE_CONFIG_TIMEOUT_S:
+                raise BrokerError(f"share group {self.group!r}: the broker still reports {config} "
+                                  f"{SHARE_CONFIG_TIMEOUT_S:g} s after {SHARE_GROUP_CONFIG} was set")
+            self.clock.inner.sleep(0.2)
+        share = ShareGroupAdmin(self.parts.cluster.bootstrap_servers, log_dir=self.layout.root / "share-admin")
+        stack.callback(share.stop)
+        share.start()
+        self.parts.share_admin = share
+        self.parts.watch.add("share-admin", lambda: share.process)
+        self.share_group = {"group_config": config, "set_by_run": dict(SHARE_GROUP_CONFIG)}
+        self.events.emit("share_group", group=self.group, **self.share_group)
+        return lambda: ShareGroupOffsetsAdmin(new_admin(), share)
 
     def spark(self, stack: ExitStack) -> None:
         """The spark-connect engine without a ``--spark-remote``: start the run's own Spark
@@ -300,12 +344,16 @@ class Run:
         switched = [a.action.policy for a in self.plan.actions
                     if getattr(a.action, "name", "") == "switch_policy"]
         policies = [self.plan.build_policy(), *map(self._build_policy, switched)]
-        if not any(getattr(p, "needs_local_scaler", False) for p in policies):
+        kinds = {p.local_scaler_kind for p in policies if getattr(p, "needs_local_scaler", False)}
+        if not kinds:
             return
+        if len(kinds) > 1:
+            raise ConfigError(f"the run's policies need scalers of {len(kinds)} kinds ({', '.join(sorted(kinds))}); "
+                              "a run serves one: switch between policies served by one kind")
         from ..scalers.persistent_lag.process import ScalerProcess
 
         self._show("starting the scaler")
-        scaler = ScalerProcess(self.layout.scaler_log)
+        scaler = ScalerProcess(self.layout.scaler_log, kind=kinds.pop())
         stack.callback(scaler.stop)
         scaler.start()
         self.parts.scaler = scaler
@@ -375,7 +423,8 @@ class Run:
 
     def _observe_group(self, stack: ExitStack) -> Any:
         """Start the group observer (``group.events.jsonl``: members, rebalances, committed
-        offsets every :data:`GROUP_OBSERVER_INTERVAL_S`) on an admin of its own whose requests
+        offsets every :data:`GROUP_OBSERVER_INTERVAL_S`; a share group's members and
+        assignments through the share-group admin service) on an admin of its own whose requests
         are bounded by :data:`LAG_READ_REQUEST_TIMEOUT_S`, so a broker that stops answering
         delays a look, never the run; stopped before its admin is closed, each waiting at most
         :data:`GROUP_OBSERVER_STOP_S` for a call in flight."""
@@ -383,12 +432,16 @@ class Run:
         from ..observe.group import GroupObserver
 
         cluster = self.parts.cluster
-        admin = KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
-                           timeout_s=LAG_READ_REQUEST_TIMEOUT_S)
-        stack.callback(admin.close, GROUP_OBSERVER_STOP_S)
+        share = self.parts.share_admin
+        if share is not None:  # a share group: its members and assignments, no committed offsets
+            admin: Any = share
+        else:
+            admin = KafkaAdmin(cluster.bootstrap_servers, cluster.client_config,
+                               timeout_s=LAG_READ_REQUEST_TIMEOUT_S)
+            stack.callback(admin.close, GROUP_OBSERVER_STOP_S)
         observer = GroupObserver(admin, self.group, self.topic,
                                  self.layout.source_events("group"),
-                                 interval_s=GROUP_OBSERVER_INTERVAL_S, committed=True)
+                                 interval_s=GROUP_OBSERVER_INTERVAL_S, committed=share is None)
         stack.callback(observer.stop, GROUP_OBSERVER_STOP_S)
         self.parts.group_observer = observer.start()
         return observer
@@ -642,10 +695,10 @@ class Run:
         if self.parts.scaler is None:
             return None
         from ..platform.external import ExternalScalerReader
+        from ..scalers import run_metadata
 
-        return ExternalScalerReader(self.parts.scaler.address, {
-            "bootstrapServers": self.parts.cluster.bootstrap_servers,
-            "consumerGroup": self.group, "topic": self.topic})
+        return ExternalScalerReader(self.parts.scaler.address, run_metadata(
+            self.parts.scaler.kind, self.parts.cluster.bootstrap_servers, self.group, self.topic))
 
     def _build_policy(self, ref: str) -> Any:
         from ..config.bundled import resolve_manifest

@@ -44,6 +44,7 @@ class RunSettings:
         kafka_config: extra librdkafka client settings (``--kafka-config KEY=VALUE``).
         lag_threshold: overrides the lag trigger's ``lagThreshold``, records (1..10M).
         balancer: overrides the replicas' ``--balancer``.
+        group_type: overrides the replicas' ``--group-type`` (``consumer`` or ``share``).
         partitions: overrides the profile's partition count (1..1024).
         engine: overrides the replicas' ``--engine``.
         trigger_interval_s: overrides the replicas' ``--trigger-interval`` (seconds, 0..300).
@@ -82,6 +83,7 @@ class RunSettings:
     kafka_config: Mapping[str, str] = field(default_factory=dict)
     lag_threshold: int | None = None
     balancer: str | None = None
+    group_type: str | None = None
     partitions: int | None = None
     engine: str | None = None
     trigger_interval_s: float | None = None
@@ -234,6 +236,8 @@ class RunSettings:
             parts.append(f"lt{self.lag_threshold}")
         if self.balancer:
             parts.append(self.balancer)
+        if self.group_type == "share":
+            parts.append("share")
         if self.partitions is not None:
             parts.append(f"p{self.partitions}")
         if self.engine:

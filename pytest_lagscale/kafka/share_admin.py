@@ -170,6 +170,26 @@ class ShareGroupAdmin(StartStop):
                         for m in doc["members"])
         return ShareGroupState(doc["group"], doc["state"], int(doc["groupEpoch"]), members)
 
+    def describe_group(self, group: str, topic: str | None = None) -> Any:
+        """The share group as :meth:`KafkaAdmin.describe_group <pytest_lagscale.kafka.admin.KafkaAdmin.describe_group>`
+        gives a consumer group (a :class:`~pytest_lagscale.kafka.admin.GroupState`: the state
+        upper-cased, protocol ``share``, no assignor name, each member's partitions of
+        ``topic``), so the group observer watches either kind; a group the broker does not know
+        is ``DEAD`` with no members.
+
+        Raises:
+            BrokerError: as :meth:`describe_share_group`.
+        """
+        from .admin import GroupState, MemberAssignment
+
+        got = self.describe_share_group(group)
+        if got is None:
+            return GroupState("DEAD", "share", "", ())
+        members = tuple(sorted((MemberAssignment(m.member_id, m.client_id, None,
+                                                 tuple(p for t, p in m.partitions if topic is None or t == topic),
+                                                 m.host) for m in got.members), key=lambda m: m.client_id))
+        return GroupState(got.state.upper(), "share", "", members)
+
     def _get(self, path: str, group: str, missing_ok: bool = False) -> Any:
         if self.port is None or self.process is None:
             raise BrokerError("share-admin: not started; call start() first")

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 from ..contract.errors import ConfigError
 from ..contract.rundir import REPLICAS_PNG, TIMELINE_PNG
 
-EXPERIMENTS = range(1, 11)
+EXPERIMENTS = range(1, 12)
 
 # Experiment number -> (title, question, the lab's headline assertion), from DESIGN.md's table.
 QUESTIONS: dict[int, tuple[str, str, str]] = {
@@ -62,12 +62,17 @@ QUESTIONS: dict[int, tuple[str, str, str]] = {
          "of the broker cost in reaction time, peak lag, drain and replica-seconds?",
          "per source: reaction (detection especially), staleness at decision, peak lag, drain, "
          "replica-seconds; the broker reacts no later than the others; processed == produced"),
+    11: ("Past the partition ceiling with a share group",
+         "Does a share group (KIP-932) of the same replicas use more replicas than partitions, "
+         "where a consumer group cannot, and at what cost in redeliveries, duplicates and dips?",
+         "consumer group beyond P adds <= 5 %; the share group's gain, duplicate cost and dips "
+         "recorded, with a verdict on \"no dips\"; the share group loses nothing"),
 }
 
 # experiment.<key> recorded by an experiment's test -> the experiment number.
 RECORD_KEYS: dict[str, int] = {"signal": 1, "rebalance_dip": 3, "ceiling": 4, "cap": 4,
                                "flapping": 5, "partitions": 7, "sweep": 8, "policies": 9,
-                               "lag_sources": 10}
+                               "lag_sources": 10, "share_groups": 11, "share_spike": 11}
 IMAGES = (TIMELINE_PNG, REPLICAS_PNG)
 SPIKE_PROFILES = ("spike", "spike-ci")  # experiments 2 and 6's profile at full and ci scale
 

@@ -7,7 +7,7 @@ one-sentence conclusion computed from those numbers, and optionally the
 ``@extractor(n)``; adding an experiment is one function. Every extractor tolerates absent keys
 (a figure it cannot read is printed ``n/a``, never raises). The benchmark JSON keys each one
 reads are listed in docs/findings.md, "Adding or changing an experiment"; experiment 10's is
-:mod:`.findings_extract_sources`.
+:mod:`.findings_extract_sources`, experiment 11's :mod:`.findings_extract_share`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ EXTRACTORS: dict[int, Extractor] = {}
 
 # The recommendations section, in order: (setting, experiment it comes from).
 RECOMMENDATION_ORDER = (("maxReplicaCount", 4), ("rebalance protocol", 3),
-                        ("lagThreshold", 8), ("scale-down windows", 5), ("scaling signal", 1))
+                        ("lagThreshold", 8), ("scale-down windows", 5), ("scaling signal", 1),
+                        ("share group past P", 11))
 DIP_SLO, RECOVERY_SLO_S, REACTION_SLO_S, SURPLUS_TOLERANCE = 0.20, 5.0, 90.0, 0.05
 NA = "n/a"
 
@@ -440,3 +441,4 @@ def policies(runs: list[RunDoc]) -> Extract:
 
 # Experiment 10's extractor lives in its own module (this one is full); importing it registers it.
 import_module(".findings_extract_sources", __package__)
+import_module(".findings_extract_share", __package__)

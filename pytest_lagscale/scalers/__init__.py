@@ -13,13 +13,34 @@ Nothing here is imported by the pytest plugin; grpcio and protobuf come with the
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
-#: ``lagscale scaler serve --kind`` -> ``module:Servicer`` (imported when served: grpc is optional).
-SCALER_KINDS: dict[str, str] = {
-    "persistent-lag": "pytest_lagscale.scalers.persistent_lag.servicer:PersistentLagServicer",
-    "share-group": "pytest_lagscale.scalers.share_group.servicer:ShareGroupServicer",
+
+@dataclass(frozen=True)
+class ScalerKind:
+    """One scaler kind: where its servicer and metadata parser live (``module:name``, imported
+    when used: grpc is optional) and the metadata key naming the group, which a run replaces
+    with its own (with ``bootstrapServers`` and ``topic``) when it serves the kind itself."""
+
+    servicer: str
+    parse_metadata: str
+    group_key: str
+
+
+#: ``lagscale scaler serve --kind`` -> :class:`ScalerKind`.
+SCALER_KINDS: dict[str, ScalerKind] = {
+    "persistent-lag": ScalerKind("pytest_lagscale.scalers.persistent_lag.servicer:PersistentLagServicer",
+                                 "pytest_lagscale.scalers.persistent_lag.metadata:parse_metadata",
+                                 "consumerGroup"),
+    "share-group": ScalerKind("pytest_lagscale.scalers.share_group.servicer:ShareGroupServicer",
+                              "pytest_lagscale.scalers.share_group.metadata:parse_metadata", "shareGroup"),
 }
+
+
+def _load(ref: str) -> Any:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def servicer_class(kind: str) -> Any:
@@ -28,5 +49,20 @@ def servicer_class(kind: str) -> Any:
     Raises:
         KeyError: ``kind`` is not a key of :data:`SCALER_KINDS`.
     """
-    module, _, name = SCALER_KINDS[kind].partition(":")
-    return getattr(importlib.import_module(module), name)
+    return _load(SCALER_KINDS[kind].servicer)
+
+
+def metadata_parser(kind: str) -> Any:
+    """``parse_metadata(metadata, *, source)`` of scaler ``kind`` (pure; raises ConfigError with
+    every problem).
+
+    Raises:
+        KeyError: ``kind`` is not a key of :data:`SCALER_KINDS`.
+    """
+    return _load(SCALER_KINDS[kind].parse_metadata)
+
+
+def run_metadata(kind: str, bootstrap_servers: str, group: str, topic: str) -> dict[str, str]:
+    """The metadata a run sends its own scaler of ``kind`` in place of the manifest's: its
+    cluster, its group (under the kind's group key) and its topic."""
+    return {"bootstrapServers": bootstrap_servers, SCALER_KINDS[kind].group_key: group, "topic": topic}

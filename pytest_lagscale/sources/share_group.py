@@ -156,3 +156,41 @@ class ShareGroupLagSource:
 
                 self._share_admin = ShareGroupAdmin(self.admin.bootstrap_servers).start()
             return self._share_admin
+
+
+class ShareGroupOffsetsAdmin:
+    """A share group's lag in the broker source's shape, for a run of share-group replicas: its
+    :meth:`group_offsets` gives ``{partition: (log_end - lag, log_end)}``, so the run's bounded
+    lag reads (:class:`~pytest_lagscale.sources.bounded.BoundedLagReads`), its lag exporter (the
+    kafka_exporter series, ``kafka_consumergroup_current_offset`` then standing for the offset
+    below which every record is acknowledged) and its settle phase read the share group's lag
+    (KIP-1226) unchanged.
+
+    Args:
+        admin: the admin connection (owned: :meth:`close` closes it).
+        share_admin: the run's share-group admin service (not owned).
+
+    Raises:
+        BrokerError: from :meth:`group_offsets` when a read failed or a partition's lag is
+            unknown (a ``by_duration`` reset with no share state): a failed read, never a guess.
+    """
+
+    def __init__(self, admin: KafkaAdmin, share_admin: ShareGroupAdmin):
+        self.admin, self.share_admin = admin, share_admin
+
+    def group_offsets(self, group: str, topic: str) -> dict[int, tuple[int, int | None]]:
+        """``{partition: (log_end - lag, log_end)}`` of share group ``group`` on ``topic`` (the
+        share state read first, then the log-end offsets)."""
+        from ..contract.errors import BrokerError
+
+        parts = ShareGroupLagSource(self.admin, group, topic, share_admin=self.share_admin).read_partitions()
+        log_end = self.admin.end_offsets(topic, "latest")
+        unknown = sorted(p for p, v in parts.items() if v.lag_records is None)
+        if unknown:
+            raise BrokerError(f"share group {group!r}: lag of {topic} partitions {unknown} unknown (no share "
+                              "state, and share.auto.offset.reset is by_duration)")
+        return {p: (log_end[p] - (v.lag_records or 0), log_end[p]) for p, v in parts.items() if p in log_end}
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Close the admin connection (the share-group admin service is the run's)."""
+        self.admin.close(timeout_s)

@@ -110,6 +110,11 @@ def plan_of(settings_or_plan: Any) -> Any:
                     "not model (it runs only the persistent-lag scaler a run serves itself); "
                     "set scalerAddress: 'lagscale://local' or name the address in the "
                     "annotation lagscale.dev/local-scaler-address")
+            elif getattr(policy, "local_scaler_kind", "persistent-lag") != "persistent-lag":
+                problems.append(
+                    f"--policy: {source!r} spec.triggers[{call.trigger_index}] is served by the "
+                    f"{policy.local_scaler_kind} scaler, which the twin does not model (it models "
+                    "the persistent-lag scaler only); use another policy")
     others = [a for a in plan.actions if a.action.name not in TWIN_ACTIONS]
     if others:
         problems.append(f"--profile: {plan.profile.name!r} schedules actions "
@@ -118,6 +123,9 @@ def plan_of(settings_or_plan: Any) -> Any:
                         "profile without them")
     if plan.settings.static_membership:
         problems.append("--static-membership: not modelled by the twin yet; drop it")
+    if plan.group_type == "share":
+        problems.append("--group-type share: the twin models consumer groups only (a share group's "
+                        "record acquisition and redeliveries are not modelled); use --group-type consumer")
     if problems:
         raise ConfigError(problems)
     return plan

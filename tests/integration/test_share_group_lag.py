@@ -125,6 +125,10 @@ def test_share_lag_follows_acknowledgements_to_zero(kafka_cluster, share_topic, 
     assert all(v.start_offset is not None for v in parts.values()), parts
     reading = source.total_lag()
     assert (reading.lag_records, reading.source, reading.staleness_s) == (0.0, "share-group", 0.0)
+    # the group observer's view of it: the member has left
+    state = share_admin.describe_group(group, topic)
+    assert (state.state, state.protocol, state.members) == ("EMPTY", "share", ())
+    assert share_admin.describe_group(f"{group}-never", topic).state == "DEAD"
 
 
 def test_the_registry_builds_it_and_it_stops_its_own_service(share_topic) -> None:

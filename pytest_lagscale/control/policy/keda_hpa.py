@@ -128,6 +128,12 @@ class KedaHpaPolicy:
         return any(call.local for call in self.external_scalers)
 
     @property
+    def local_scaler_kind(self) -> str:
+        """The kind of scaler the run serves for its local triggers (the ScaledObject's
+        ``lagscale.dev/local-scaler-kind``, default ``persistent-lag``)."""
+        return self.controller.spec.harness.local_scaler_kind
+
+    @property
     def needs_pod_metrics(self) -> bool:
         """Some metric is a Pods metric (reads ``observation.pod_metrics``)."""
         return any(getattr(t, "needs_pod_metrics", False) for t in self.controller.triggers)

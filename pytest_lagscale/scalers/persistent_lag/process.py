@@ -34,6 +34,8 @@ class ScalerProcess(StartStop):
         log_path: the process's output (its ``listening on`` line, then its log lines).
         startup_timeout_s: seconds to wait for the address before :class:`ReadinessTimeout`.
         stop_timeout_s: seconds between SIGTERM and SIGKILL.
+        kind: the scaler kind it serves (``--kind``, a key of
+            :data:`pytest_lagscale.scalers.SCALER_KINDS`).
 
     Raises:
         ScalerError: from :meth:`start` when it exits first (exit code, the last 20 log lines).
@@ -46,8 +48,9 @@ class ScalerProcess(StartStop):
     """
 
     def __init__(self, log_path: str | Path, *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
-                 stop_timeout_s: float = 10.0):
+                 stop_timeout_s: float = 10.0, kind: str = "persistent-lag"):
         self.log_path = Path(log_path)
+        self.kind = kind
         self.startup_timeout_s, self.stop_timeout_s = startup_timeout_s, stop_timeout_s
         self.process: ManagedProcess | None = None
         self.address: str | None = None
@@ -65,7 +68,8 @@ class ScalerProcess(StartStop):
         if self.process is not None:
             return self
         started = time.monotonic()
-        argv = [sys.executable, "-m", "pytest_lagscale.cli", "scaler", "serve", "--host", "127.0.0.1", "--port", "0"]
+        argv = [sys.executable, "-m", "pytest_lagscale.cli", "scaler", "serve", "--host", "127.0.0.1", "--port", "0",
+                "--kind", self.kind]
         self.process = ManagedProcess("scaler", argv, log_path=self.log_path).start()
         self.address = wait_ready(
             self._printed_address, self.process, timeout_s=self.startup_timeout_s,

@@ -100,3 +100,17 @@ def test_ready_is_the_engine_when_the_probe_sees_the_replica_after_its_assignmen
     assert (r.detection_s, r.actuation_s, r.cold_start_s, r.join_s, r.first_fetch_s) == (
         2.0, 0.5, 3.0, 0.5, 0.5)
     assert r.total_s == 6.5 and r.reason is None
+
+
+def test_a_share_group_members_join_is_its_joined_event() -> None:
+    rows = [(10.0, "producer", "spike_start", {}),
+            (13.0, "controller", "decision", {"desired_replicas": 2, "current_replicas": 1}),
+            (14.0, "platform", "replica_started", {"replica_id": "r2"}),
+            (20.0, "r2", "engine_ready", {}),
+            (26.0, "r2", "joined", {"partitions": [], "group_type": "share"}),
+            (27.5, "r2", "first_record", {})]
+    r = reaction_time(synth.events(*rows))
+    assert (r.reason, r.join_s, r.first_fetch_s, r.total_s) == (None, 6.0, 1.5, 17.5)
+    consumer = [row for row in rows if row[2] != "joined"] + [(26.0, "r2", "joined", {"partitions": []})]
+    assert reaction_time(synth.events(*consumer)).reason.startswith("NoAssignment"), \
+        "a consumer group's join without an assignment is no assignment"

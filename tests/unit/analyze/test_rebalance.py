@@ -80,3 +80,21 @@ def test_step_window_is_cut_at_the_next_anchor() -> None:
 
 def test_no_events() -> None:
     assert step_rebalances(None, UP_UP) == [Rebalance(None), Rebalance(None)]
+
+
+def test_a_share_group_step_anchors_at_its_members_join_and_leave_and_stops_no_partition() -> None:
+    # share replicas log share_offset_reset; no revoked/assigned exist: joined / closed stand in
+    log = synth.events((0.5, "r1", "share_offset_reset", {"value": "earliest"}),
+                       (1.0, "r1", "joined", {"partitions": [], "group_type": "share"}),
+                       (9.5, "platform", "replica_started", {"replica_id": "r2"}),
+                       (24.0, "r2", "subscribed", {}),
+                       (30.0, "r2", "joined", {"partitions": [], "group_type": "share"}),
+                       (58.8, "platform", "replica_terminating", {"replica_id": "r2"}),
+                       (59.2, "r2", "closed", {"left_group": True}))
+    up, down = step_rebalances(log, [StepTime(10.0, "up"), StepTime(60.0, "down")])
+    assert (up.start_s, up.members, up.partitions_stopped) == (pytest.approx(30.0), ("r2",), 0)
+    assert (down.start_s, down.partitions_stopped) == (pytest.approx(59.2), 0)
+    without = synth.events((9.5, "platform", "replica_started", {"replica_id": "r2"}),
+                           (30.0, "r2", "joined", {"partitions": []}))
+    assert step_rebalances(without, UP_UP[:1]) == [Rebalance(None, ("r2",))], \
+        "a consumer group's join is not its rebalance"

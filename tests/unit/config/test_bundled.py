@@ -27,7 +27,9 @@ MANIFESTS = ("consumer-deployment, consumer-deployment-ci, franz-go-consumer-dep
              "scaledobject-hysteresis, scaledobject-hysteresis-ci, scaledobject-partitions, "
              "scaledobject-partitions-ci, scaledobject-persistent-lag, scaledobject-persistent-lag-ci, "
              "scaledobject-prometheus, scaledobject-prometheus-ci, "
-             "scaledobject-rebalance, scaledobject-rebalance-ci, scaledobject-share-group, scaledobject-tuned, "
+             "scaledobject-rebalance, scaledobject-rebalance-ci, scaledobject-share-group, "
+             "scaledobject-share-group-ceiling-capped-ci, scaledobject-share-group-ceiling-ci, "
+             "scaledobject-share-group-ci, scaledobject-tuned, "
              "scaledobject-tuned-ci, share-group-scaler")
 
 

@@ -20,7 +20,7 @@ EVERY_OPTION = RunSettings(
     profile="fixtures/profiles/x.yaml", scale="full", policy="hpa-cpu", scaled_object="so.yaml",
     deployment="consumer-deployment", platform="kubernetes", kubeconfig="/tmp/kubeconfig", replica_image="r/img:1", node="process",
     kafka="external", kafka_bootstrap="broker:9092",
-    kafka_config={"security.protocol": "SASL_SSL"}, lag_threshold=750, balancer="range",
+    kafka_config={"security.protocol": "SASL_SSL"}, lag_threshold=750, balancer="range", group_type="share",
     partitions=12, engine="spark-connect", trigger_interval_s=2.5,
     spark_remote="sc://localhost:15002", graceful=False, static_membership=True,
     out_dir=Path("runs/elsewhere"), name="round-trip", settle_timeout_s=42.0,

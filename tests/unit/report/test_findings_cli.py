@@ -24,7 +24,7 @@ def test_run_dirs_and_json_files_give_both_files(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["findings.html", "findings.md", "img"]
     assert "Full scale (simulated)" not in (out / "findings.md").read_text()
-    assert result.output.strip() == (f"2 run(s), 3 of 10 experiments: wrote {out}/findings.html "
+    assert result.output.strip() == (f"2 run(s), 3 of 11 experiments: wrote {out}/findings.html "
                                      f"and {out}/findings.md")
 
 

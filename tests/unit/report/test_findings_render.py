@@ -23,7 +23,7 @@ def _findings():
 def test_html_has_every_section_and_embeds_every_picture() -> None:
     html = render_html(_findings())
     ids = re.findall(r'<section id="([^"]+)"', html)
-    assert ids == ["recommendations"] + [f"experiment-{n}" for n in range(1, 11)]
+    assert ids == ["recommendations"] + [f"experiment-{n}" for n in range(1, 12)]
     sources = re.findall(r'<img src="([^"]+)"', html)
     assert len(sources) == 9  # spike-ci serves experiments 1, 2 and 6
     for src in sources:
@@ -52,7 +52,7 @@ def test_markdown_references_the_copied_pictures(tmp_path: Path) -> None:
         assert link.startswith("img/") and (md_path.parent / link).read_bytes().startswith(
             PNG_MAGIC)
     headings = re.findall(r"^## (.*)$", markdown, flags=re.MULTILINE)
-    assert headings[0] == "Recommendations" and len(headings) == 11
+    assert headings[0] == "Recommendations" and len(headings) == 12
     assert "## Experiment 5: Flapping under bursty load (not run)" in markdown
     assert "| maxReplicaCount | **4 (= P)** | experiment 4 |" in markdown
     assert html_path.read_text().startswith("<!DOCTYPE html>")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_lagscale.contract.errors import ConfigError
-from pytest_lagscale.scalers import SCALER_KINDS, servicer_class
+from pytest_lagscale.scalers import SCALER_KINDS, metadata_parser, servicer_class
 from pytest_lagscale.scalers.share_group import ShareGroupSettings, parse_metadata
 
 SRC = "ScaledObject default/c scalerMetadata"
@@ -44,6 +44,8 @@ def test_the_kind_registry_names_both_servicers() -> None:
     pytest.importorskip("grpc")
     assert list(SCALER_KINDS) == ["persistent-lag", "share-group"]
     assert [servicer_class(k).__name__ for k in SCALER_KINDS] == ["PersistentLagServicer", "ShareGroupServicer"]
+    assert [metadata_parser(k).__module__ for k in SCALER_KINDS] == [
+        "pytest_lagscale.scalers.persistent_lag.metadata", "pytest_lagscale.scalers.share_group.metadata"]
 
 
 def test_the_committed_scaledobject_is_valid_share_group_metadata() -> None:
@@ -59,3 +61,13 @@ def test_the_committed_scaledobject_is_valid_share_group_metadata() -> None:
         ("enrich-share", "events", 10_000, 100)
     assert doc["spec"]["maxReplicaCount"] > 24, "a share group's point: more replicas than partitions"
     assert trigger["metadata"]["scalerAddress"].startswith("lagscale-share-group-scaler.")
+
+
+def test_the_harness_annotation_names_every_scaler_kind_and_a_run_sends_the_kinds_group_key() -> None:
+    from pytest_lagscale.config.harness import LOCAL_SCALER_KINDS
+    from pytest_lagscale.scalers import run_metadata
+
+    assert LOCAL_SCALER_KINDS == tuple(SCALER_KINDS)
+    assert run_metadata("share-group", "b:9092", "g", "t") == {"bootstrapServers": "b:9092", "shareGroup": "g",
+                                                               "topic": "t"}
+    assert run_metadata("persistent-lag", "b:9092", "g", "t")["consumerGroup"] == "g"

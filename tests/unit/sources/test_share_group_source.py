@@ -79,3 +79,24 @@ def test_a_by_duration_reset_without_state_is_no_value_never_zero() -> None:
 def test_the_registry_refuses_options() -> None:
     with pytest.raises(ConfigError, match="share-group lag source options"):
         make_lag_source("share-group", FakeAdmin("earliest"), "g", "events", {"url": "http://x"})
+
+
+def test_a_share_run_reads_the_share_lag_as_offsets_and_refuses_an_unknown_lag() -> None:
+    from pytest_lagscale.contract.errors import BrokerError
+    from pytest_lagscale.sources.share_group import ShareGroupOffsetsAdmin
+
+    class ClosingAdmin(FakeAdmin):
+        closed = False
+
+        def close(self, timeout_s=None) -> None:
+            self.closed = True
+
+    admin = ClosingAdmin("earliest")
+    offsets = ShareGroupOffsetsAdmin(admin, FakeShareAdmin({("events", 0): SharePartitionOffset(60, 25)}))
+    # partition 0: the broker's 25; 1 and 2: the whole log from the earliest reset (40 and 0)
+    assert offsets.group_offsets("g", "events") == {0: (75, 100), 1: (10, 50), 2: (40, 40)}
+    offsets.close()
+    assert admin.closed
+    unknown = ShareGroupOffsetsAdmin(FakeAdmin("by_duration:PT1H"), FakeShareAdmin({}))
+    with pytest.raises(BrokerError, match=r"partitions \[0, 1, 2\] unknown"):
+        unknown.group_offsets("g", "events")
