@@ -22,6 +22,17 @@ def check_keys(options: Mapping[str, Any], known: Collection[str], p: Problems) 
         p.add(str(key), value, "no options (this source takes none)", f"remove {key}")
 
 
+def refuse_options(options: Mapping[str, Any] | None, source: str) -> None:
+    """The check of a source that takes no options (``source``: the messages' label).
+
+    Raises:
+        ConfigError: any option given, one line each.
+    """
+    p = Problems(source)
+    check_keys(options or {}, (), p)
+    p.raise_if_any()
+
+
 def text(options: Mapping[str, Any], key: str, p: Problems, *, default: str | None = None,
          example: str = "...") -> str:
     """A non-empty string option (trimmed); ``default`` when absent (required when None)."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..config._problems import Problems
-from ._options import check_keys
+from ._options import refuse_options
 from .base import GroupOffsets, TotalLag, UtcNow, offsets_total_records, utc_now
 
 if TYPE_CHECKING:
@@ -50,9 +49,7 @@ class BrokerLagSource:
         Raises:
             ConfigError: any option given.
         """
-        p = Problems("broker lag source options")
-        check_keys(options or {}, (), p)
-        p.raise_if_any()
+        refuse_options(options, "broker lag source options")
         return cls(admin, group, topic)
 
     def read(self) -> GroupOffsets:

@@ -33,8 +33,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
-from ..config._problems import Problems
-from ._options import check_keys
+from ._options import refuse_options
 from .base import TotalLag, UtcNow, utc_now
 
 if TYPE_CHECKING:
@@ -94,23 +93,30 @@ class ShareGroupLagSource:
         Raises:
             ConfigError: any option given.
         """
-        p = Problems("share-group lag source options")
-        check_keys(options or {}, (), p)
-        p.raise_if_any()
+        refuse_options(options, "share-group lag source options")
         return cls(admin, group, topic)
 
     def read_partitions(self) -> dict[int, SharePartitionLag]:
         """``{partition: SharePartitionLag}`` for every partition of the topic, read now (the
-        share state first, then the log offsets and, when needed, the group's reset config).
+        share state first, then the log-end offsets and, when needed, the group's reset config
+        and the log-start offsets).
+
+        Raises:
+            BrokerError: a read failed.
+        """
+        return self.read_with_log_end()[0]
+
+    def read_with_log_end(self) -> tuple[dict[int, SharePartitionLag], dict[int, int]]:
+        """:meth:`read_partitions` and the log-end offsets it read, ``{partition: offset}``.
 
         Raises:
             BrokerError: a read failed.
         """
         state = self._share().share_group_offsets(self.group)
-        partitions = range(self.admin.partition_count(self.topic))
+        latest = self.admin.end_offsets(self.topic, "latest")
         out: dict[int, SharePartitionLag] = {}
         missing = []
-        for p in partitions:
+        for p in sorted(latest):
             info = state.get((self.topic, p))
             if info is not None and info.lag is not None:
                 out[p] = SharePartitionLag(int(info.lag), info.start_offset, "broker")
@@ -119,15 +125,14 @@ class ShareGroupLagSource:
         if missing:
             reset = self.admin.group_config(self.group).get(RESET_CONFIG, "latest")
             if reset == "earliest":
-                latest, earliest = self.admin.end_offsets(self.topic, "latest"), \
-                    self.admin.end_offsets(self.topic, "earliest")
+                earliest = self.admin.end_offsets(self.topic, "earliest")
                 for p in missing:
                     out[p] = SharePartitionLag(max(0, latest[p] - earliest[p]), None, "reset-earliest")
             else:
                 counted: Counted = "reset-latest" if reset == "latest" else "unknown"
                 for p in missing:
                     out[p] = SharePartitionLag(0 if counted == "reset-latest" else None, None, counted)
-        return dict(sorted(out.items()))
+        return dict(sorted(out.items())), latest
 
     def total_lag(self) -> TotalLag:
         """The sum over the partitions of one :meth:`read_partitions`, dated at the read (0 s
@@ -179,12 +184,13 @@ class ShareGroupOffsetsAdmin:
         self.admin, self.share_admin = admin, share_admin
 
     def group_offsets(self, group: str, topic: str) -> dict[int, tuple[int, int | None]]:
-        """``{partition: (log_end - lag, log_end)}`` of share group ``group`` on ``topic`` (the
-        share state read first, then the log-end offsets)."""
+        """``{partition: (log_end - lag, log_end)}`` of share group ``group`` on ``topic`` (one
+        :meth:`ShareGroupLagSource.read_with_log_end`: the share state read first, then the
+        log-end offsets)."""
         from ..contract.errors import BrokerError
 
-        parts = ShareGroupLagSource(self.admin, group, topic, share_admin=self.share_admin).read_partitions()
-        log_end = self.admin.end_offsets(topic, "latest")
+        parts, log_end = ShareGroupLagSource(self.admin, group, topic,
+                                             share_admin=self.share_admin).read_with_log_end()
         unknown = sorted(p for p, v in parts.items() if v.lag_records is None)
         if unknown:
             raise BrokerError(f"share group {group!r}: lag of {topic} partitions {unknown} unknown (no share "
