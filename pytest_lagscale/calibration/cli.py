@@ -1,8 +1,8 @@
 """``lagscale twin calibrate``: write the twin's calibration from real runs.
 
 :mod:`pytest_lagscale.cli` adds the ``twin`` command group to ``lagscale`` with
-:func:`register`: ``calibrate`` (here), ``predict`` (:mod:`.predict_cli`) and ``hold``
-(:mod:`.hold_cli`)::
+:func:`register`: ``calibrate`` (here), ``predict`` (:mod:`.predict_cli`), ``hold``
+(:mod:`.hold_cli`) and ``self-check`` (:mod:`.self_check_cli`)::
 
     lagscale twin calibrate RUN_DIR... [--engine spark|arrow] [--out PATH]
 
@@ -24,7 +24,7 @@ import typer
 
 from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError
-from . import hold_cli, predict_cli
+from . import hold_cli, predict_cli, self_check_cli
 
 
 def calibration_text(paths: List[str], engine: str) -> str:
@@ -89,12 +89,13 @@ def calibrate_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``lagscale twin`` command group (``calibrate``, ``predict``, ``hold``) to
-    ``app``."""
+    """Add the ``lagscale twin`` command group (``calibrate``, ``predict``, ``hold``,
+    ``self-check``) to ``app``."""
     twin_app = typer.Typer(help="The twin's calibration from real runs.", no_args_is_help=True)
     twin_app.command("calibrate")(calibrate_command)
     predict_cli.register(twin_app)
     hold_cli.register(twin_app)
+    self_check_cli.register(twin_app)
     app.add_typer(twin_app, name="twin")
 
 

@@ -1,0 +1,166 @@
+"""The twin against itself: how often a twin that is exactly right meets the fidelity targets.
+
+The fidelity benchmark holds one CI gate's runs against the targets (:func:`.fidelity.assess`:
+each run's median error, each figure's 5-95 % band over the runs). A real run is one draw of a
+noisy machine, so even a perfect model misses them in some gates. :func:`self_check` measures
+that base rate with the twin as its own truth: for each of ``pairs`` "real" runs it simulates
+one draw of every given run's plan (its own machine, controller phase and jitter, on a seed the
+prediction does not use), predicts that draw as the benchmark predicts a real run (``draws``
+draws, with its machine probe: the alone-equivalent start of the draw's replicas started before
+its load, :func:`.fidelity.machine_probe_s`) and applies :func:`.fidelity.assess` to the set.
+The share of sets that pass is what one gate's verdict can be expected to be when the twin is
+right; a per-figure share says which target is the lottery.
+
+    from pytest_lagscale.calibration.self_check import self_check
+    result = self_check(["lagscale-runs/...-spike-ci", "lagscale-runs/...-hysteresis-ci"])
+    result.all_targets_met     # share of the pairs whose assess() passed every assertion
+
+``lagscale twin self-check RUN_DIR...`` prints it (:mod:`.self_check_cli`). Cost: pairs x runs
+x (draws + 1) twin runs, about 0.1 s each: 40 pairs of the gate's 2 runs take about 5 minutes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..contract.errors import ConfigError
+from ..report.benchjson import read_run_document, run_document_path
+
+#: The assertion names of :func:`.fidelity.assess` that are band targets (the rest are figure
+#: targets).
+BAND_MARK = "measured in the 5-95 % band"
+
+
+@dataclass(frozen=True)
+class SelfCheck:
+    """The base rate of the fidelity targets when the twin is its own truth.
+
+    Attributes:
+        runs: the run directories whose plans were simulated (names).
+        pairs: how many sets of "real" draws were held against a prediction.
+        draws: draws per prediction.
+        machine_probe: whether each prediction used its real draw's machine probe.
+        figure_targets_met: share of the sets meeting every figure target (each run's
+            |median error| within ``fidelity.TARGETS``), in [0, 1].
+        band_targets_met: share meeting every band target (``fidelity.BAND_TARGET``).
+        all_targets_met: share meeting both: the fidelity benchmark's pass, in [0, 1].
+        per_assertion: assertion name (``"<label>: <figure> |error| <= <target> ..."`` or
+            ``"<figure> measured in the 5-95 % band ..."``) -> share of the sets passing it.
+    """
+
+    runs: tuple[str, ...]
+    pairs: int
+    draws: int
+    machine_probe: bool
+    figure_targets_met: float
+    band_targets_met: float
+    all_targets_met: float
+    per_assertion: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, every field by name."""
+        return {"runs": list(self.runs), "pairs": self.pairs, "draws": self.draws,
+                "machine_probe": self.machine_probe,
+                "figure_targets_met": self.figure_targets_met,
+                "band_targets_met": self.band_targets_met,
+                "all_targets_met": self.all_targets_met,
+                "per_assertion": dict(self.per_assertion)}
+
+
+def option_problems(*, pairs: int, draws: int, seed: int, truth_seed: int) -> list[str]:
+    """The problems of :func:`self_check`'s options, one line each naming the option, the
+    value and the allowed range (empty when they are good)."""
+    problems = []
+    if not 1 <= pairs <= 1000:
+        problems.append(f"pairs: got {pairs!r}, expected an integer in [1, 1000]")
+    if not 1 <= draws <= 1000:
+        problems.append(f"draws: got {draws!r}, expected an integer in [1, 1000]")
+    if seed == truth_seed:
+        problems.append(f"truth_seed: got {truth_seed!r}, the predictions' seed; the real draws "
+                        "must not be among the predicted ones: give another seed")
+    return problems
+
+
+def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, seed: int = 0,
+               truth_seed: int = 7, machine_probe: bool = True,
+               calibration: str | Path | None = None) -> SelfCheck:
+    """Hold ``pairs`` twin draws of ``runs``' plans against the twin's predictions of them.
+
+    Args:
+        runs: run directories (or their ``benchmark.json``) of runs the twin models: their
+            plans are read from the runs' inputs (:func:`.fidelity.plan_for`); their measured
+            figures are not used.
+        pairs: sets of "real" draws, in [1, 1000]; set j is draw j of every run on
+            ``truth_seed``.
+        draws: draws per prediction, in [1, 1000], on ``seed`` (the benchmark's 30 and 0).
+        seed: the predictions' seed; must differ from ``truth_seed``.
+        truth_seed: the "real" draws' seed.
+        machine_probe: predict each real draw given its machine probe, as the benchmark does
+            (:func:`.fidelity.predict_run` ``machine_probe=True``); False: from the
+            calibration's prior alone.
+        calibration: a calibration file; default: the committed one of each run's engine.
+
+    Raises:
+        ConfigError: a bad run directory, ``pairs`` or ``draws`` out of range, equal seeds.
+        Unsupported: a run the twin does not model (named).
+    """
+    from ..twin.run import HEADLINE, TICK_S, params_for, production, simulate, simulate_draws
+    from .fidelity import (Fidelity, assess, figure_check, machine_probe_s, plan_for,
+                           twin_records)
+
+    problems = option_problems(pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed)
+    if not runs:
+        problems.append("runs: none given; give at least one run directory")
+    if problems:
+        raise ConfigError(problems)
+    plans = []
+    for run in runs:
+        bench = read_run_document(run)
+        plan = plan_for(bench)
+        params = params_for(plan, calibration=calibration)
+        name = run_document_path(run).parent.name
+        label = str((bench.get("run") or {}).get("label", name))
+        plans.append((name, label, plan, params, production(plan.profile, TICK_S)))
+    passed: dict[str, int] = {}
+    prior: dict[str, Any] = {}
+    figure_ok = band_ok = all_ok = 0
+    for j in range(pairs):
+        results = []
+        for name, label, plan, params, prod in plans:
+            truth = simulate(plan, params, truth_seed, draw=j, prod=prod)
+            known = params
+            probe = machine_probe_s(twin_records(truth), params.cold_start_cores) \
+                if machine_probe else None
+            if probe is not None and probe > 0:
+                known = replace(params,
+                                machine_log_factor=math.log(probe / params.cold_start_alone_s),
+                                machine_log_factor_sd=params.run_probe_sd)
+            if probe is None:  # the prior's prediction does not depend on the set
+                if name not in prior:
+                    prior[name] = simulate_draws(plan, known, seed, draws).distribution
+                predicted = prior[name]
+            else:
+                predicted = simulate_draws(plan, known, seed, draws).distribution
+            measured = truth.headline()
+            figures = tuple(figure_check(f, measured[f], predicted[f]) for f in HEADLINE)
+            results.append(Fidelity(run=f"{name}#{j}", label=label, draws=draws, seconds=0.0,
+                                    figures=figures, spans=(), probe_alone_s=probe))
+        assertions, _ = assess(results)
+        for a in assertions:
+            passed[a["name"]] = passed.get(a["name"], 0) + (a["verdict"] == "pass")
+        figures_pass = all(a["verdict"] == "pass" for a in assertions
+                           if BAND_MARK not in a["name"])
+        bands_pass = all(a["verdict"] == "pass" for a in assertions if BAND_MARK in a["name"])
+        figure_ok += figures_pass
+        band_ok += bands_pass
+        all_ok += figures_pass and bands_pass
+    return SelfCheck(runs=tuple(p[0] for p in plans), pairs=pairs, draws=draws,
+                     machine_probe=machine_probe, figure_targets_met=figure_ok / pairs,
+                     band_targets_met=band_ok / pairs, all_targets_met=all_ok / pairs,
+                     per_assertion={k: v / pairs for k, v in sorted(passed.items())})
+
+
+__all__ = ["BAND_MARK", "SelfCheck", "option_problems", "self_check"]
