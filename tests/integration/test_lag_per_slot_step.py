@@ -36,6 +36,11 @@ TOPIC, GROUP, PARTITIONS = "events-lag-per-slot", "enrich-lag-per-slot", 8
 K8S = Path(__file__).resolve().parents[2] / "k8s"
 COOLDOWN_S = 8
 SPEC = {"lagPerSlot": 5_000, "scaleDownLag": 1_000, "cooldownSeconds": COOLDOWN_S, "pollingInterval": 1}
+#: The step's rate, records/s. The first change comes once the lag passes 2 x lagPerSlot and the
+#: next one cooldownSeconds later; maxParallelism 8 needs more than 7 x lagPerSlot = 35,000
+#: records then. At 6,000/s (2,000/s consumed) that second decision saw about 32,000-34,000 (a
+#: clean-clone CI peaked at 7); at 9,000/s it sees about 58,000 (here: 2 -> 4 -> 8, then 4, 2).
+STEP_RATE_PER_S = 9_000
 
 
 def test_a_lag_step_scales_out_and_halves_back_processing_exactly_what_was_produced(
@@ -53,7 +58,7 @@ def test_a_lag_step_scales_out_and_halves_back_processing_exactly_what_was_produ
     stop_load = threading.Event()
     delivered: list[int] = []
     loader = threading.Thread(target=lambda: delivered.append(
-        produce_step(bootstrap, TOPIC, stop_load, step_rate_per_s=6000)))
+        produce_step(bootstrap, TOPIC, stop_load, step_rate_per_s=STEP_RATE_PER_S)))
     events_path = tmp_path / "controller.events.jsonl"
     with LocalDeployment(template, tmp_path, graceful=True) as deployment:
         deployment.scale(config.min_parallelism)
