@@ -96,9 +96,13 @@ def test_one_share_replica_consumes_the_backlog_and_drains_on_sigterm(
     counts = _check_duplicates(rows)
     record_property("share_single", counts)
     print(f"one share replica: {counts}")
+    # the replica acknowledges a batch after writing it: the store can hold the last batch a
+    # moment before its ACCEPT and commit are counted (a clean-clone CI read 5,500 of 6,000)
+    accepted = 'replica_acknowledged_records_total{type="accept"}'
+    rp.wait_for("every stored record accepted and committed", lambda: min(
+        rp.metrics()[accepted], rp.metrics()["records_committed_total"]) >= len(wanted), 15, 0.25)
     metrics = rp.metrics()
-    assert metrics["records_committed_total"] == metrics[
-        'replica_acknowledged_records_total{type="accept"}'] >= len(wanted)
+    assert metrics["records_committed_total"] == metrics[accepted] >= len(wanted)
     assert metrics["replica_redelivered_records_total"] == counts["redelivered_rows"]
     assert rp.stop(20) == "terminated" and rp.process.popen.returncode == 0, rp.tail()
     names = rp.event_names()
