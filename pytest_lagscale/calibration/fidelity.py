@@ -183,6 +183,17 @@ def machine_probe_s(records: Iterable[tuple[float, str, str | None, dict[str, An
     return probe_alone_s(spans_s, len(started), cores)
 
 
+def with_machine_probe(params: Any, probe_s: float | None) -> Any:
+    """``params`` knowing the run's machine from its probe (:func:`machine_probe_s`, seconds):
+    the log start-up factor log(probe / ``cold_start_alone_s``), measured with the probe's
+    error ``run_probe_sd`` (``twin.params.machine_draw`` draws each draw's machine from its
+    posterior). Unchanged without a positive probe."""
+    if probe_s is None or probe_s <= 0:
+        return params
+    return replace(params, machine_log_factor=math.log(probe_s / params.cold_start_alone_s),
+                   machine_log_factor_sd=params.run_probe_sd)
+
+
 def real_records(events_path: Path) -> list[tuple[float, str, str | None, dict[str, Any]]]:
     """``(monotonic_s, event, replica_id, record)`` of a real run's ``events.jsonl``."""
     out = []
@@ -319,9 +330,7 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     records = real_records(events) if events.is_file() else []
     real = spans(records)
     probe = machine_probe_s(records, params.cold_start_cores) if machine_probe else None
-    if probe is not None and probe > 0:
-        params = replace(params, machine_log_factor=math.log(probe / params.cold_start_alone_s),
-                         machine_log_factor_sd=params.run_probe_sd)
+    params = with_machine_probe(params, probe)
     result, twin = _draws(plan, params, seed, draws)
     scale = None
     real_cold, twin_cold = real.get("cold_start_s"), twin.get("cold_start_s")
@@ -471,4 +480,5 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
 __all__ = ["BAND_TARGET", "SPANS", "STATED_BAND", "TARGETS", "UNSUPPORTED", "Fidelity",
            "FigureCheck", "SpanCheck", "Unsupported", "assess", "beyond_band", "figure_check",
            "ks_statistic", "machine_probe_s", "spread_error",
-           "plan_for", "predict_run", "real_records", "span_checks", "spans", "twin_records"]
+           "plan_for", "predict_run", "real_records", "span_checks", "spans", "twin_records",
+           "with_machine_probe"]

@@ -21,8 +21,7 @@ x (draws + 1) twin runs, about 0.1 s each: 40 pairs of the gate's 2 runs take ab
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -109,7 +108,7 @@ def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, 
     """
     from ..twin.run import HEADLINE, TICK_S, params_for, production, simulate, simulate_draws
     from .fidelity import (Fidelity, assess, figure_check, machine_probe_s, plan_for,
-                           twin_records)
+                           twin_records, with_machine_probe)
 
     problems = option_problems(pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed)
     if not runs:
@@ -131,19 +130,15 @@ def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, 
         results = []
         for name, label, plan, params, prod in plans:
             truth = simulate(plan, params, truth_seed, draw=j, prod=prod)
-            known = params
             probe = machine_probe_s(twin_records(truth), params.cold_start_cores) \
                 if machine_probe else None
-            if probe is not None and probe > 0:
-                known = replace(params,
-                                machine_log_factor=math.log(probe / params.cold_start_alone_s),
-                                machine_log_factor_sd=params.run_probe_sd)
-            if probe is None:  # the prior's prediction does not depend on the set
+            known = with_machine_probe(params, probe)
+            if known is params:  # the prior's prediction does not depend on the set
                 if name not in prior:
-                    prior[name] = simulate_draws(plan, known, seed, draws).distribution
+                    prior[name] = simulate_draws(plan, known, seed, draws, prod=prod).distribution
                 predicted = prior[name]
             else:
-                predicted = simulate_draws(plan, known, seed, draws).distribution
+                predicted = simulate_draws(plan, known, seed, draws, prod=prod).distribution
             measured = truth.headline()
             figures = tuple(figure_check(f, measured[f], predicted[f]) for f in HEADLINE)
             results.append(Fidelity(run=f"{name}#{j}", label=label, draws=draws, seconds=0.0,

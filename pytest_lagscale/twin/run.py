@@ -288,15 +288,16 @@ def _median_draw(runs: Sequence[TwinRun], dist: dict[str, dict[str, float | None
 
 
 def simulate_draws(settings_or_plan: Any, params: TwinParams | None = None, seed: int = 0,
-                   draws: int = 30) -> TwinDraws:
-    """Simulate ``draws`` draws of one run (the production table computed once).
+                   draws: int = 30, *, prod: Production | None = None) -> TwinDraws:
+    """Simulate ``draws`` draws of one run (the production table computed once, or ``prod``
+    when given: a caller predicting the same plan again passes it).
 
     Raises:
         ConfigError: as :func:`simulate`.
     """
     plan = plan_of(settings_or_plan)
     params = params or params_for(plan)
-    prod = production(plan.profile, TICK_S)
+    prod = prod if prod is not None else production(plan.profile, TICK_S)
     runs = tuple(simulate(plan, params, seed, draw=i, prod=prod) for i in range(draws))
     dist = distribution(runs)
     return TwinDraws(runs, dist, _median_draw(runs, dist))
