@@ -1,29 +1,34 @@
 """The twin against the real runs of this session (docs/twin.md, "Fidelity").
 
 Runs after the experiments (pytest runs ``benchmarks/`` files in name order; ``test_twin_*``
-sorts after ``test_exp*``). Every ci-scale run of the session that the twin models is predicted
+sorts after ``test_exp*``). Every ci-scale run of the session that the twin models, and every
+committed held-out run (``tests/fixtures/heldout/*``: six pairs of CI-gate runs of the
+calibration's machine that the calibration did not see, with their event logs), is predicted
 again with :data:`DRAWS` draws of the committed calibration
 (``pytest_lagscale/data/twin/spark.yaml``,
 :func:`pytest_lagscale.calibration.fidelity.predict_run`) and compared: per headline figure the error of the draws' median and whether the measured
 value lies in the draws' 5-95 % band; per event-level span (cold start, started -> assigned,
 revoked -> assigned) the medians and the two-sample KS statistic. Runs with an input the twin
 does not model (``fidelity.UNSUPPORTED``: CPU policies, scheduled actions, static membership,
-SIGKILL scale-down, an engine without calibration) are listed, not predicted. With no session
-runs (this file alone) the committed held-out runs (``tests/fixtures/heldout/*``: two pairs of
-CI-gate runs of the calibration's machine that the calibration did not see, with their event
-logs) are predicted instead.
+SIGKILL scale-down, an engine without calibration) are listed, not predicted. This file alone
+(no session runs) judges the held-out fixtures alone.
 
 Calibrate and validate are split by run: the committed calibrations were read from their
 ``source_runs`` (``calibrated_on`` in the JSON), the targets are held against the other runs
-(``validated_on``: the session's, which are never among them); a run of the calibration's own
-is recorded (``in_sample``) and not counted. The prediction uses the run's machine probe
+(``validated_on``: the held-out fixtures and the session's runs, which are never among them);
+a run of the calibration's own is recorded (``in_sample``) and not counted. The prediction uses the run's machine probe
 (``predict_run(..., machine_probe=True)``: the start-up speed of the replicas the run started
 before its load, what it knew of its machine before the spike; the held-out fixtures carry
 their event logs, so they have their probe too).
 
-Targets (``fidelity.TARGETS``): |median error| <= 15 % for reaction time, peak lag
-and drain time, <= 10 % for replica-seconds, scale steps within +-2, the measured value inside
-the 5-95 % band in >= 80 % of the runs (per figure). Every figure and verdict goes to the
+Targets (``fidelity.TARGETS``, ``fidelity.assess``): per label, the median over its held-out
+runs of |error of the draws' median| <= 15 % for reaction time, peak lag and drain time, <= 10 %
+for replica-seconds, scale steps within +-2 (each run's own signed error in ``per_run``); the
+measured value inside the 5-95 % band in >= 80 % of the runs (per figure, over all). A CI
+gate's spike-ci and bursty-ci runs are judged with the six committed pairs: seven runs per
+label, so one gate's run moves a median by at most one rank (docs/twin.md "Fidelity": one run's
+error carries its own draw of the machine: the twin as its own truth meets every figure target
+of a one-run verdict in 42 % of the gates, of the seven-run median in 60 %). Every figure and verdict goes to the
 benchmark JSON (``extra_info``) before anything is asserted. A target the model misses on the
 measured runs is reported as xfail with the numbers, never a loosened target;
 :data:`KNOWN_MISSES` lists the ones seen in the validation runs and the xfail reason names any
@@ -50,8 +55,8 @@ runs: CI of 2026-11-23, reaction 41.6 s against the twin's 27.5 s, and set 3 on 
 40.1 s; given its cold starts the twin predicts that one at 40.6 s): its errors past the band
 are recorded and xfail.
 
-Cost: 30 draws of a ci run take 2-5 s (the twin runs ~2,700x real time); the CI gate's 2
-predictable runs about 20 s with both predictions, an acceptance session's 7 about 60 s.
+Cost: 30 draws of a ci run take 2-5 s (the twin runs ~2,700x real time); the 12 held-out
+runs about 130 s with both predictions, the CI gate's 2 more about 20 s.
 """
 
 from __future__ import annotations
@@ -73,31 +78,22 @@ SEED = 0
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
-#: gives every number). The committed calibration (6 Spark runs of 2026-11-28, ``run_to_run``
-#: with the probe's error, the replica's warm-up; cooperative-sticky keeping its highest
-#: partitions) meets every figure target on the first held-out pair (spike-ci reaction +3.0 %,
-#: peak -0.3 %, drain -4.1 %, replica-seconds -4.6 %; bursty-ci peak +3.4 %, replica-seconds
-#: -4.9 %) and misses two on the second (the CI of e30f60f: spike-ci reaction and drain +20.0 %
-#: each; peak +4.4 %, replica-seconds +3.7 %; bursty-ci +4.7 %, -5.4 %); the band targets
-#: are missed on both (the draws' spread is narrower than the runs'). Before those changes it
-#: missed spike-ci's reaction, peak and drain on the gate's runs by up to 35 %. In the gate of
-#: 6c4d31b (a third held-out pair) it missed spike-ci's peak, +22.4 % (reaction +14.7 %, drain
-#: +10.2 %, replica-seconds -0.1 %; bursty-ci +0.7 %, -0.7 %); bursty-ci's peak entry is gone,
-#: met on all three pairs. The per-label
-#: entries of the other runs are the misses of the first calibration (2026-11-23) on the
-#: acceptance session's runs; those labels are in the new calibration's own set, so no held-out
-#: run has tested them since. Remove an entry when the target is met.
+#: gives every number). Over the committed held-out pairs (12 runs) the committed calibration
+#: meets every figure target by the median (spike-ci reaction 12.9 %, peak 11.3 %, drain
+#: 10.2 %, replica-seconds 2.9 %; bursty-ci hysteresis peak 4.1 %, replica-seconds 4.2 %) and
+#: misses three band targets (peak lag 6 of 12 runs in the 5-95 % band, drain 3 of 6,
+#: replica-seconds 5 of 12, against 80 %). The per-label entries of the other labels are the
+#: misses of the first calibration (2026-11-23) on an acceptance session's runs; those labels
+#: are in the committed calibration's own set, so no held-out run has tested them since.
+#: Remove an entry when the target is met.
 KNOWN_MISSES = frozenset({
-    "spike-ci: reaction_time_s |error| <= 0.15 (relative)",
-    "spike-ci: peak_lag_records |error| <= 0.15 (relative)",
-    "spike-ci: drain_time_s |error| <= 0.15 (relative)",
-    "ceiling-ci-scaledobject-ceiling-idle-ci: drain_time_s |error| <= 0.15 (relative)",
-    "ceiling-ci-scaledobject-ceiling-ci: drain_time_s |error| <= 0.15 (relative)",
-    "bursty-ci-scaledobject-flap-ci: scale_steps |error| <= 2 (steps)",
-    "spike-ci-lt50: peak_lag_records |error| <= 0.15 (relative)",
-    "spike-ci-lt50: scale_steps |error| <= 2 (steps)",
-    "spike-ci-lt5000: peak_lag_records |error| <= 0.15 (relative)",
-    "spike-ci-lt5000: drain_time_s |error| <= 0.15 (relative)",
+    "ceiling-ci-scaledobject-ceiling-idle-ci: drain_time_s median |error| <= 0.15 (relative)",
+    "ceiling-ci-scaledobject-ceiling-ci: drain_time_s median |error| <= 0.15 (relative)",
+    "bursty-ci-scaledobject-flap-ci: scale_steps median |error| <= 2 (steps)",
+    "spike-ci-lt50: peak_lag_records median |error| <= 0.15 (relative)",
+    "spike-ci-lt50: scale_steps median |error| <= 2 (steps)",
+    "spike-ci-lt5000: peak_lag_records median |error| <= 0.15 (relative)",
+    "spike-ci-lt5000: drain_time_s median |error| <= 0.15 (relative)",
     "peak_lag_records measured in the 5-95 % band in >= 80% of runs",
     "drain_time_s measured in the 5-95 % band in >= 80% of runs",
     "replica_seconds measured in the 5-95 % band in >= 80% of runs",
@@ -145,9 +141,9 @@ def _predict(paths: list[Path], *, conditioned: bool) -> tuple[list[Any], dict[s
 @pytest.mark.gate
 def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
     """The twin's prediction of every predictable ci run against the fidelity targets."""
-    paths, source = _session_runs(request.config), "session"
-    if not paths:
-        paths, source = sorted(HELD_OUT.glob("*/benchmark.json")), "held-out fixtures"
+    session = _session_runs(request.config)
+    paths = sorted(HELD_OUT.glob("*/benchmark.json")) + session
+    source = "held-out fixtures" + (f" and {len(session)} session runs" if session else "")
     started = time.perf_counter()
     results, unsupported = _predict(paths, conditioned=False)
     given, _ = _predict(paths, conditioned=True)

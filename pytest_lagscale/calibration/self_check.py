@@ -42,6 +42,7 @@ class SelfCheck:
         pairs: how many sets of "real" draws were held against a prediction.
         draws: draws per prediction.
         machine_probe: whether each prediction used its real draw's machine probe.
+        runs_per_set: "real" runs of each given run assessed together per set.
         figure_targets_met: share of the sets meeting every figure target (each run's
             |median error| within ``fidelity.TARGETS``), in [0, 1].
         band_targets_met: share meeting every band target (``fidelity.BAND_TARGET``).
@@ -54,6 +55,7 @@ class SelfCheck:
     pairs: int
     draws: int
     machine_probe: bool
+    runs_per_set: int
     figure_targets_met: float
     band_targets_met: float
     all_targets_met: float
@@ -62,14 +64,15 @@ class SelfCheck:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, every field by name."""
         return {"runs": list(self.runs), "pairs": self.pairs, "draws": self.draws,
-                "machine_probe": self.machine_probe,
+                "machine_probe": self.machine_probe, "runs_per_set": self.runs_per_set,
                 "figure_targets_met": self.figure_targets_met,
                 "band_targets_met": self.band_targets_met,
                 "all_targets_met": self.all_targets_met,
                 "per_assertion": dict(self.per_assertion)}
 
 
-def option_problems(*, pairs: int, draws: int, seed: int, truth_seed: int) -> list[str]:
+def option_problems(*, pairs: int, draws: int, seed: int, truth_seed: int,
+                    runs_per_set: int = 1) -> list[str]:
     """The problems of :func:`self_check`'s options, one line each naming the option, the
     value and the allowed range (empty when they are good)."""
     problems = []
@@ -77,6 +80,8 @@ def option_problems(*, pairs: int, draws: int, seed: int, truth_seed: int) -> li
         problems.append(f"pairs: got {pairs!r}, expected an integer in [1, 1000]")
     if not 1 <= draws <= 1000:
         problems.append(f"draws: got {draws!r}, expected an integer in [1, 1000]")
+    if not 1 <= runs_per_set <= 100:
+        problems.append(f"runs_per_set: got {runs_per_set!r}, expected an integer in [1, 100]")
     if seed == truth_seed:
         problems.append(f"truth_seed: got {truth_seed!r}, the predictions' seed; the real draws "
                         "must not be among the predicted ones: give another seed")
@@ -85,15 +90,15 @@ def option_problems(*, pairs: int, draws: int, seed: int, truth_seed: int) -> li
 
 def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, seed: int = 0,
                truth_seed: int = 7, machine_probe: bool = True,
-               calibration: str | Path | None = None) -> SelfCheck:
+               calibration: str | Path | None = None, runs_per_set: int = 1) -> SelfCheck:
     """Hold ``pairs`` twin draws of ``runs``' plans against the twin's predictions of them.
 
     Args:
         runs: run directories (or their ``benchmark.json``) of runs the twin models: their
             plans are read from the runs' inputs (:func:`.fidelity.plan_for`); their measured
             figures are not used.
-        pairs: sets of "real" draws, in [1, 1000]; set j is draw j of every run on
-            ``truth_seed``.
+        pairs: sets of "real" draws, in [1, 1000]; set j is draws j k .. j k + k - 1 of
+            every run on ``truth_seed`` (k = ``runs_per_set``).
         draws: draws per prediction, in [1, 1000], on ``seed`` (the benchmark's 30 and 0).
         seed: the predictions' seed; must differ from ``truth_seed``.
         truth_seed: the "real" draws' seed.
@@ -101,16 +106,21 @@ def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, 
             (:func:`.fidelity.predict_run` ``machine_probe=True``); False: from the
             calibration's prior alone.
         calibration: a calibration file; default: the committed one of each run's engine.
+        runs_per_set: k, in [1, 100]: "real" runs of each given run per set, assessed together
+            (the median error over k runs of a label, the band over all): 1 is one CI gate,
+            the gate's pair plus the committed held-out pairs is their count plus 1.
 
     Raises:
-        ConfigError: a bad run directory, ``pairs`` or ``draws`` out of range, equal seeds.
+        ConfigError: a bad run directory, ``pairs``, ``draws`` or ``runs_per_set`` out of
+            range, equal seeds.
         Unsupported: a run the twin does not model (named).
     """
     from ..twin.run import HEADLINE, TICK_S, params_for, production, simulate, simulate_draws
     from .fidelity import (Fidelity, assess, figure_check, machine_probe_s, plan_for,
                            twin_records, with_machine_probe)
 
-    problems = option_problems(pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed)
+    problems = option_problems(pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed,
+                               runs_per_set=runs_per_set)
     if not runs:
         problems.append("runs: none given; give at least one run directory")
     if problems:
@@ -128,8 +138,9 @@ def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, 
     figure_ok = band_ok = all_ok = 0
     for j in range(pairs):
         results = []
-        for name, label, plan, params, prod in plans:
-            truth = simulate(plan, params, truth_seed, draw=j, prod=prod)
+        for (name, label, plan, params, prod), i in ((p, i) for p in plans
+                                                      for i in range(runs_per_set)):
+            truth = simulate(plan, params, truth_seed, draw=j * runs_per_set + i, prod=prod)
             probe = machine_probe_s(twin_records(truth), params.cold_start_cores) \
                 if machine_probe else None
             known = with_machine_probe(params, probe)
@@ -141,7 +152,8 @@ def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, 
                 predicted = simulate_draws(plan, known, seed, draws, prod=prod).distribution
             measured = truth.headline()
             figures = tuple(figure_check(f, measured[f], predicted[f]) for f in HEADLINE)
-            results.append(Fidelity(run=f"{name}#{j}", label=label, draws=draws, seconds=0.0,
+            results.append(Fidelity(run=f"{name}#{j * runs_per_set + i}", label=label,
+                                    draws=draws, seconds=0.0,
                                     figures=figures, spans=(), probe_alone_s=probe))
         assertions, _ = assess(results)
         for a in assertions:
@@ -153,7 +165,8 @@ def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, 
         band_ok += bands_pass
         all_ok += figures_pass and bands_pass
     return SelfCheck(runs=tuple(p[0] for p in plans), pairs=pairs, draws=draws,
-                     machine_probe=machine_probe, figure_targets_met=figure_ok / pairs,
+                     machine_probe=machine_probe, runs_per_set=runs_per_set,
+                     figure_targets_met=figure_ok / pairs,
                      band_targets_met=band_ok / pairs, all_targets_met=all_ok / pairs,
                      per_assertion={k: v / pairs for k, v in sorted(passed.items())})
 

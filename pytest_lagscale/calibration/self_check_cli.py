@@ -4,10 +4,13 @@
 
     lagscale twin self-check RUN_DIR... [--pairs 40] [--draws 30] [--seed 0]
                                         [--truth-seed 7] [--no-machine-probe]
+                                        [--runs-per-set 1]
 
 Give the runs one fidelity benchmark judges together (a CI gate's spike-ci and bursty-ci
 hysteresis runs): their plans are simulated ``--pairs`` times as "real" runs and each set is
-predicted and assessed as the benchmark does (:func:`.self_check.self_check`). Prints, per
+predicted and assessed as the benchmark does (:func:`.self_check.self_check`);
+``--runs-per-set K`` assesses K "real" runs of each together (the benchmark's median over the
+committed held-out pairs and the gate's own: K = their count + 1). Prints, per
 assertion of :func:`.fidelity.assess`, the share of the sets that met it, then the shares
 meeting every figure target, every band target and both (the benchmark's pass).
 
@@ -42,6 +45,10 @@ def self_check_command(
         True, "--machine-probe/--no-machine-probe",
         help="Predict each real draw given its machine probe, as the fidelity benchmark does. "
              "Default: on"),
+    runs_per_set: int = typer.Option(
+        1, "--runs-per-set", metavar="K",
+        help="Real runs of each RUN_DIR assessed together per set (the median error over K "
+             "runs of a label), in [1, 100]. Default: 1 (one CI gate)"),
 ) -> None:
     """How often a twin that is exactly right meets the fidelity targets on these runs."""
     from rich.console import Console
@@ -51,16 +58,18 @@ def self_check_command(
 
     problems = [f"RUN_DIR: {str(run)!r} does not exist" for run in runs if not run.exists()]
     problems += [f"--{line.replace('_', '-')}" for line in
-                 option_problems(pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed)]
+                 option_problems(pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed,
+                                 runs_per_set=runs_per_set)]
     if problems:
         raise fail_usage(ConfigError(problems))
     try:
         result = self_check(runs, pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed,
-                            machine_probe=machine_probe)
+                            machine_probe=machine_probe, runs_per_set=runs_per_set)
     except ConfigError as exc:   # Unsupported included: it names the input
         raise fail_usage(exc) from None
-    table = Table(title=f"The twin as its own truth: {result.pairs} sets, {result.draws} draws "
-                        f"each, machine probe {'on' if result.machine_probe else 'off'}")
+    table = Table(title=f"The twin as its own truth: {result.pairs} sets x "
+                        f"{result.runs_per_set}, {result.draws} draws, "
+                        f"machine probe {'on' if result.machine_probe else 'off'}")
     table.add_column("assertion (fidelity.assess)")
     table.add_column("sets meeting it", justify="right")
     for name, share in result.per_assertion.items():

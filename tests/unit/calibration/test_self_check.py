@@ -37,16 +37,32 @@ def test_a_set_is_one_truth_draw_assessed_against_the_prediction_as_the_benchmar
 
 def test_shares_are_over_the_sets() -> None:
     result = self_check([SPIKE], pairs=2, draws=2, machine_probe=True)
-    assert "spike-ci: reaction_time_s |error| <= 0.15 (relative)" in result.per_assertion
+    assert "spike-ci: reaction_time_s median |error| <= 0.15 (relative)" in result.per_assertion
     assert set(result.per_assertion.values()) <= {0.0, 0.5, 1.0}
     assert result.all_targets_met <= min(result.figure_targets_met, result.band_targets_met)
     assert result.as_dict()["pairs"] == 2
 
 
+def test_a_set_of_k_runs_per_label_is_assessed_together() -> None:
+    """runs_per_set k: set j holds truth draws jk .. jk + k - 1 of each run, assessed together
+    (one median per label and figure over the k, the band over all)."""
+    pooled = self_check([SPIKE], pairs=1, draws=2, machine_probe=False, runs_per_set=2)
+    plan = plan_for(read_run_document(SPIKE))
+    params = params_for(plan)
+    predicted = simulate_draws(plan, params, 0, 2).distribution
+    truths = [simulate(plan, params, 7, draw=i).headline() for i in (0, 1)]
+    assertions, _ = assess([_fidelity((figure_check(f, t[f], predicted[f]) for f in HEADLINE),
+                                      run=f"truth#{i}") for i, t in enumerate(truths)])
+    assert pooled.per_assertion == {a["name"]: float(a["verdict"] == "pass") for a in assertions}
+    assert all(a["runs"] == 2 for a in assertions if BAND_MARK not in a["name"])
+    assert pooled.runs_per_set == 2 and pooled.as_dict()["runs_per_set"] == 2
+
+
 def test_bad_options_are_named_with_their_range() -> None:
-    problems = option_problems(pairs=0, draws=1001, seed=3, truth_seed=3)
+    problems = option_problems(pairs=0, draws=1001, seed=3, truth_seed=3, runs_per_set=0)
     assert problems == ["pairs: got 0, expected an integer in [1, 1000]",
                         "draws: got 1001, expected an integer in [1, 1000]",
+                        "runs_per_set: got 0, expected an integer in [1, 100]",
                         "truth_seed: got 3, the predictions' seed; the real draws must not be "
                         "among the predicted ones: give another seed"]
     with pytest.raises(ConfigError) as info:
@@ -66,8 +82,8 @@ def test_cli_prints_the_shares_and_exits_2_on_bad_input(tmp_path: Path) -> None:
     assert "error: --truth-seed: got 7" in bad.output and "Traceback" not in bad.output
 
 
-def _fidelity(figures):
+def _fidelity(figures, run="truth"):
     from pytest_lagscale.calibration.fidelity import Fidelity
 
-    return Fidelity(run="truth", label="spike-ci", draws=3, seconds=0.0, figures=tuple(figures),
+    return Fidelity(run=run, label="spike-ci", draws=3, seconds=0.0, figures=tuple(figures),
                     spans=())
