@@ -19,8 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..contract.errors import ConfigError
-from .facts import RunFacts, run_settings
 from ..twin.params import SCHEMA_VERSION
+from .controller import fit_controller
+from .facts import RunFacts, run_settings
 
 #: Grid of the cold-start fit: cores and member_load.
 CORES_GRID = np.round(np.arange(0.5, 4.0001, 0.02), 3)
@@ -179,8 +180,20 @@ def start_logs(starts: Sequence[tuple[float, np.ndarray]], alone_s: float, cores
     return np.log(np.array(work, dtype=float) / alone_s)
 
 
-def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]]) -> dict[str, float]:
+def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]],
+                   run_index: Sequence[int] | None = None) -> dict[str, float]:
     """``alone_s``, ``cores``, ``member_load``, ``jitter`` (see the module docstring).
+
+    ``alone_s`` is the median duration of the starts with no other replica alive; ``cores``
+    and ``member_load`` the grid pair minimising sum |log(work / alone_s) - m_r| over every start,
+    m_r the median of its run's log factors: each run has its own machine speed
+    (``run_to_run``), so the contention is read from the starts of one run against each other
+    (the alone start before the load against the burst after it), not from one run's machine
+    against another's.
+
+    Args:
+        starts: ``(duration_s, segments)`` per start (:func:`start_segments`).
+        run_index: the run of each start (same length); None: all of one run.
 
     Raises:
         ConfigError: no replica started alone.
@@ -193,12 +206,17 @@ def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]]) -> dict[str, floa
     alone_s = float(statistics.median(alone))
     index = np.concatenate([np.full(len(seg), i) for i, (_, seg) in enumerate(starts)])
     seg = np.concatenate([s for _, s in starts])
+    runs = np.zeros(len(starts), dtype=int) if run_index is None else np.asarray(run_index)
+    members_of = [runs == r for r in np.unique(runs)]
     best = (math.inf, 0.0, 0.0)
     for cores in CORES_GRID:
         demand = seg[:, 1][None, :] + MEMBER_LOAD_GRID[:, None] * seg[:, 2][None, :]
         work = seg[:, 0][None, :] * np.minimum(1.0, cores / demand)
-        totals = np.stack([np.bincount(index, row, len(starts)) for row in work])
-        cost = np.abs(np.log(totals / alone_s)).sum(axis=1)
+        logs = np.log(np.stack([np.bincount(index, row, len(starts)) for row in work])
+                      / alone_s)
+        for mask in members_of:
+            logs[:, mask] -= np.median(logs[:, mask], axis=1, keepdims=True)
+        cost = np.abs(logs).sum(axis=1)
         k = int(np.argmin(cost))
         if cost[k] < best[0] - 1e-9:
             best = (float(cost[k]), float(cores), float(MEMBER_LOAD_GRID[k]))
@@ -359,7 +377,8 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
     samples = np.concatenate(per_run)
     extra, warm_batches, (base, per_member, per_starting) = fit_warmup(samples)
     starts = [start_segments(f) for f in mine]
-    cold = fit_cold_start([s for run in starts for s in run])
+    cold = fit_cold_start([s for run in starts for s in run],
+                          [i for i, run in enumerate(starts) for _ in run])
     runs = run_to_run([start_logs(run, cold["alone_s"], cold["cores"], cold["member_load"])
                        for run in starts], per_run, (base, per_member, per_starting),
                       (extra, warm_batches))
@@ -393,6 +412,14 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
                              "engine_on_cold_start": r(runs["engine_on_cold_start"], 2)}
         if runs["probe_sd"] is not None:
             doc["run_to_run"]["probe_sd"] = r(runs["probe_sd"], 2)
+    timing = fit_controller(mine)
+    if timing is not None:
+        doc["controller"] = {"lead_extra_min_s": r(timing["lead_extra_min_s"], 2),
+                             "lead_extra_max_s": r(timing["lead_extra_max_s"], 2),
+                             "slip_s": r(timing["slip_s"]),
+                             "slip_s_per_starting": r(timing["slip_s_per_starting"]),
+                             "slip_s_per_member": r(timing["slip_s_per_member"])}
+        doc["notes"]["controller_steps"] = int(timing["steps"])
     return doc
 
 
@@ -413,7 +440,9 @@ def render(doc: dict[str, Any]) -> str:
         f"{notes.get('batches', '?')} back-to-back",
         f"# micro-batches (engine time), {notes.get('starts', '?')} cold starts "
         f"({notes.get('alone_starts', '?')} alone), "
-        f"{notes.get('runs_with_factors', 0)} runs with a machine factor (run_to_run).",
+        f"{notes.get('runs_with_factors', 0)} runs with a machine factor (run_to_run)"
+        + (f", {notes['controller_steps']} controller steps (controller)."
+           if notes.get("controller_steps") else "."),
     ]
     return "\n".join(header) + "\n" + yaml.safe_dump(body, sort_keys=False)
 

@@ -12,7 +12,10 @@ own persistent-lag scaler (:mod:`.external`, its sampling on the twin's clock) a
 metric the replicas' own lag as Prometheus serves it (:mod:`.pod_lag`); same events: each step
 under its name with ``ready_replicas``, plus ``decision`` when the count changed, and the
 Deployment scaled; ``pod_metrics`` and ``external_read_failed`` as the local autoscaler writes
-them).
+them). With a calibrated ``controller`` section the policy starts as the runner starts it, at
+-(``first_decision_within_s`` + :data:`PRE_LOAD_SCRAPES` x :data:`LAG_SCRAPE_INTERVAL_S` + the
+draw's extra), and each step runs off the tick grid when it fell due plus the calibrated slip
+at the machine's load (:class:`_StepTimer`; ``calibration/controller.py``).
 
 The producer's events (``load_start``, ``phase``, ``spike_start``, ``spike_end``, ``load_end``)
 are written at their scheduled times and the runner's ``run_phase`` marks at the twin's phases.
@@ -20,10 +23,9 @@ After the load, the run settles (total lag <= the reference lagThreshold, minRep
 replicas, nothing in flight) or gives up after ``settle_timeout_s``.
 
 The timeline has the columns of :mod:`pytest_lagscale.analyze.tables`, one row per 1 s bucket
-``[t_s, t_s + 1)`` from 0: gauges at the bucket start, rates over the bucket. ``total_lag`` is
-what the run's Prometheus holds at the bucket start, as the recorder reads it: the newest of its
-1 s scrapes of the lag exporter, at a scrape phase drawn per draw (a real run's
-``total_lag_age_s`` is one value in [0, 1) s through the run, a different one per run).
+``[t_s, t_s + 1)`` from 0: gauges at the bucket start, rates over the bucket; ``total_lag`` is
+the newest of the run's Prometheus's 1 s scrapes of the lag exporter at the bucket start, at a
+scrape phase drawn per draw (a real run's ``total_lag_age_s`` is one value in [0, 1) s).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import pandas as pd
 from ..analyze.tables import TIMELINE_COLUMNS
 from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import ExternalMetric, Observation
+from ..experiment.runner import PRE_LOAD_SCRAPES
 from ..load.schedule import Step
 from .cpu import TwinCpu
 from .external import TwinScalers
@@ -240,6 +243,38 @@ class _Controller:
         return self.pod_lag.read()
 
 
+class _StepTimer:
+    """Runs the controller's steps at their own times: the first decide at ``start_s``, then
+    each step that falls due at its due time (found to 1/1024 of a tick) plus
+    ``params.controller_slip`` at the world's load then, in the tick that time falls in."""
+
+    def __init__(self, controller: _Controller, start_s: float) -> None:
+        self.controller = controller
+        self.pending: float | None = start_s
+
+    def tick(self, t: float, tick: float) -> None:
+        controller = self.controller
+        policy, world = controller.policy, controller.world
+        if self.pending is None and policy.due(t):
+            members, starting = world.load()
+            self.pending = _earliest_due(policy, t - tick, t) + world.params.controller_slip(
+                members, starting)
+        if self.pending is not None and self.pending <= t + 1e-9:
+            now_s, self.pending = self.pending, None
+            controller.step(now_s)
+
+
+def _earliest_due(policy: Any, low: float, high: float) -> float:
+    """The earliest time in ``[low, high]`` at which ``policy.due`` holds (it holds at
+    ``high``; ``due`` is monotone in time): ``low`` when it already held then."""
+    if policy.due(low):
+        return low
+    for _ in range(10):
+        mid = (low + high) / 2
+        low, high = (low, mid) if policy.due(mid) else (mid, high)
+    return high
+
+
 def _settled(world: World, inputs: DriveInputs) -> bool:
     return (world.total_lag <= inputs.reference_lag_threshold
             and world.spec_replicas == inputs.min_replicas
@@ -267,11 +302,19 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     tick, ev = world.tick_s, world.events
     per_bucket = int(round(1.0 / tick))
     k0 = -int(round(DEPLOY_LEAD_S / tick))
-    k_auto = -int(round((AUTOSCALE_LEAD_S + world.draw.controller_phase_s) / tick))
+    timed = world.params.controller_lead_extra_s is not None
+    if timed:  # the runner's lead (see the module docstring), off the tick grid
+        start_s = -(policy.first_decision_within_s + PRE_LOAD_SCRAPES * LAG_SCRAPE_INTERVAL_S
+                    + world.draw.controller_phase_s)
+        k_auto = math.ceil(start_s / tick - 1e-9)
+    else:
+        k_auto = -int(round((AUTOSCALE_LEAD_S + world.draw.controller_phase_s) / tick))
+        start_s = k_auto * tick
     end = inputs.schedule[-1].end_s
     k_end = int(math.ceil((end + inputs.settle_timeout_s) / tick))
     marks, controller, timeline = _producer_events(world, inputs), _Controller(
         policy, world, dict(inputs.scaler_metadata)), _Timeline()
+    timer = _StepTimer(controller, start_s) if timed else None
     ev.emit(k0 * tick, "runner", "run_phase", phase="deploy")
     world.scale(inputs.min_replicas, k0 * tick)
     controller.desired, settled = inputs.min_replicas, False
@@ -284,7 +327,8 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
         if k % per_scrape == scrape_phase:
             scraped_lag = world.total_lag
         if k in (k_auto, 0):
-            ev.emit(t, "runner", "run_phase", phase="autoscale" if k == k_auto else "load")
+            ev.emit(start_s if k == k_auto else t, "runner", "run_phase",
+                    phase="autoscale" if k == k_auto else "load")
         if k >= 0 and k % per_bucket == 0:
             timeline.close(world)
             if settled:  # the settled state's own bucket is recorded, as a real run's
@@ -296,7 +340,9 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
         controller.observe(k)
         while switches and switches[0].at_s <= t + 1e-9:
             controller.switch(switches.pop(0), t)
-        if k >= k_auto:
+        if timer is not None:
+            timer.tick(t, tick)
+        elif k >= k_auto:
             controller.step(t)
         if k >= 0:
             timeline.consumed += world.consumed_in_tick
@@ -304,5 +350,5 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     return timeline.table(), settled
 
 
-__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "LAG_SCRAPE_INTERVAL_S", "SCRAPE_STREAM_KEY",
-           "DriveInputs", "PolicySwitch", "drive"]
+__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "LAG_SCRAPE_INTERVAL_S", "PRE_LOAD_SCRAPES",
+           "SCRAPE_STREAM_KEY", "DriveInputs", "PolicySwitch", "drive"]

@@ -20,11 +20,13 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
     cpu: {idle_millicores: 6, cpu_s_per_1000_records: 0.033}  # optional: for CPU policies
     run_to_run: {cold_start_sd: 0.2, engine_sd: 0.3, engine_on_cold_start: 0.8,
                  probe_sd: 0.1}  # optional
+    controller: {lead_extra_min_s: 0.1, lead_extra_max_s: 0.6, slip_s: 0.018,
+                 slip_s_per_starting: 0.022, slip_s_per_member: 0.008}  # optional
 
 The ``optional`` keys default to what a file without them meant (constant engine time, starts
-slowed by other starts only, no CPU model, one machine speed in every draw); the run's own inputs
-(per-record time, max batch, trigger interval, probe period, balancer) come from the Deployment
-(:func:`twin_params`).
+slowed by other starts only, no CPU model, one machine speed in every draw, the controller's
+phase drawn over its periods, no slip); the run's own inputs (per-record time, max batch,
+trigger interval, probe period, balancer) come from the Deployment (:func:`twin_params`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ ENGINES = ("spark", "arrow")
 PROTOCOLS: dict[str, str] = {"range": "eager", "roundrobin": "eager",
                              "cooperative-sticky": "cooperative", "consumer": "consumer"}
 _TOP_KEYS = ("schema_version", "engine", "machine", "source_runs", "processing", "cold_start",
-             "group", "cpu", "run_to_run")
+             "group", "cpu", "run_to_run", "controller")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,13 @@ class TwinParams:
             factor (a slow start-up comes with slow batches on a busy machine).
         run_probe_sd: standard deviation of a machine probe's log start-up factor about its
             run's (the run's starts after the probe): a one-start probe's measurement error.
+        controller_lead_extra_s: ``(low, high)`` seconds the load starts after the policy's
+            first decide beyond ``first_decision_within_s`` + the runner's pre-load scrapes,
+            drawn uniformly per draw (``calibration/controller.py``); None: the phase is drawn
+            over the policy's periods (``twin/run.py``).
+        controller_slip_s: seconds a due controller step runs late on an idle machine.
+        controller_slip_s_per_starting: ... more per replica starting.
+        controller_slip_s_per_member: ... more per member.
         machine_log_factor: the run's log start-up factor when it is known (a machine probe
             or the run's own cold starts); None: each draw draws one (:func:`machine_draw`).
         machine_log_factor_sd: the measurement error (sd) of a known
@@ -129,6 +138,10 @@ class TwinParams:
     run_engine_sd: float = 0.0
     run_engine_on_cold_start: float = 0.0
     run_probe_sd: float = 0.0
+    controller_lead_extra_s: tuple[float, float] | None = None
+    controller_slip_s: float = 0.0
+    controller_slip_s_per_starting: float = 0.0
+    controller_slip_s_per_member: float = 0.0
     machine_log_factor: float | None = None
     machine_log_factor_sd: float = 0.0
     source: str = ""
@@ -160,6 +173,13 @@ class TwinParams:
                 batch: int | None = None) -> float:
         """Seconds one batch of ``records`` takes: engine time + records x per-record time."""
         return self.engine_s(members, starting, batch) + records * self.per_record_ms / 1000.0
+
+    def controller_slip(self, members: int, starting: int) -> float:
+        """Seconds a due controller step runs late with ``members`` and ``starting`` replicas:
+        ``controller_slip_s + controller_slip_s_per_starting x starting +
+        controller_slip_s_per_member x members``."""
+        return (self.controller_slip_s + self.controller_slip_s_per_starting * starting
+                + self.controller_slip_s_per_member * members)
 
     @property
     def models_cpu(self) -> bool:
@@ -261,6 +281,8 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     cpu = _section(doc, "cpu", ("idle_millicores", "cpu_s_per_1000_records"), p)
     runs_sd = _section(doc, "run_to_run", ("cold_start_sd", "engine_sd", "engine_on_cold_start",
                                            "probe_sd"), p)
+    ctl = _section(doc, "controller", ("lead_extra_min_s", "lead_extra_max_s", "slip_s",
+                                       "slip_s_per_starting", "slip_s_per_member"), p)
     rounds = mapping(group.get("round_s", {}), "group.round_s", p) or {}
     p.unknown_keys(rounds, "group.round_s", ("eager", "cooperative"))
     values = dict(
@@ -291,7 +313,19 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         run_engine_sd=_optional(runs_sd, "engine_sd", "run_to_run", p, 2, "(sd of a log factor)"),
         run_engine_on_cold_start=_optional(runs_sd, "engine_on_cold_start", "run_to_run", p, 4,
                                            "(slope)"),
-        run_probe_sd=_optional(runs_sd, "probe_sd", "run_to_run", p, 2, "(sd of a log factor)"))
+        run_probe_sd=_optional(runs_sd, "probe_sd", "run_to_run", p, 2, "(sd of a log factor)"),
+        controller_slip_s=_optional(ctl, "slip_s", "controller", p, 10, "s"),
+        controller_slip_s_per_starting=_optional(ctl, "slip_s_per_starting", "controller", p, 10,
+                                                 "s"),
+        controller_slip_s_per_member=_optional(ctl, "slip_s_per_member", "controller", p, 10,
+                                               "s"))
+    if ctl:
+        low = _number(ctl, "lead_extra_min_s", "controller", p, 0, 60, "s")
+        high = _number(ctl, "lead_extra_max_s", "controller", p, 0, 60, "s")
+        if high < low:
+            p.add("controller.lead_extra_max_s", high, f"a number >= lead_extra_min_s ({low:g})",
+                  "give the range low to high")
+        values["controller_lead_extra_s"] = (low, high)
     if cpu:
         values.update(
             cpu_idle_millicores=_number(cpu, "idle_millicores", "cpu", p, 0, 64_000,

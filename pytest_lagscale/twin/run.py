@@ -53,7 +53,7 @@ class TwinRun:
         measurements: ``measure(timeline, events, spec)``.
         settled: the run settled before the settle timeout.
         produced, processed: records per partition produced and processed (committed once).
-        controller_phase_s: the draw's controller phase, seconds.
+        controller_phase_s: the draw's controller phase, seconds (:class:`~.world.Draw`).
     """
 
     seed: int
@@ -207,15 +207,20 @@ def params_for(plan: Any, calibration: str | Path | None = None) -> TwinParams:
 MACHINE_STREAM_KEY = 3
 
 
-def _draw(seed: int, index: int, window_s: float) -> Draw:
+def _draw(seed: int, index: int, phase_s: tuple[float, float]) -> Draw:
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, index])))
-    return Draw(seed=seed, controller_phase_s=float(rng.uniform(0.0, window_s)), rng=rng)
+    return Draw(seed=seed, controller_phase_s=float(rng.uniform(*phase_s)), rng=rng)
 
 
-def _phase_window(policy: Any) -> float:
+def _phase_range(policy: Any, params: TwinParams) -> tuple[float, float]:
+    """Where a draw's controller phase is drawn from, seconds: the calibration's
+    ``controller`` lead extra (the runner's own lead, ``twin/driver.py``), else anywhere over
+    the policy's periods (their product)."""
+    if params.controller_lead_extra_s is not None:
+        return params.controller_lead_extra_s
     periods = [getattr(policy, name, None) for name in ("polling_interval_s", "sync_period_s")]
     periods = [p for p in periods if p]
-    return float(np.prod(periods)) if periods else 1.0
+    return (0.0, float(np.prod(periods)) if periods else 1.0)
 
 
 def simulate(settings_or_plan: Any, params: TwinParams | None = None, seed: int = 0, *,
@@ -237,7 +242,7 @@ def simulate(settings_or_plan: Any, params: TwinParams | None = None, seed: int 
     check_models(plan, params)
     prod = prod or production(plan.profile, TICK_S)
     policy = plan.build_policy()
-    the_draw = _draw(seed, draw, _phase_window(policy))
+    the_draw = _draw(seed, draw, _phase_range(policy, params))
     sink = EventSink()
     world = World(machine_draw(params, the_draw.stream(MACHINE_STREAM_KEY)), prod, the_draw,
                   sink)

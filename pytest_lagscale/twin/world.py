@@ -106,8 +106,10 @@ class Replica:
 
 @dataclass(frozen=True)
 class Draw:
-    """The random inputs of one run: the controller's phase (seconds); each replica start's
-    cold-start factor and probe phase come from ``rng``."""
+    """The random inputs of one run: the controller's phase (seconds: with a calibrated
+    ``controller`` section the runner's lead beyond its nominal, else the policy's first decide
+    before ``AUTOSCALE_LEAD_S``, ``twin/driver.py``); each replica start's cold-start factor and
+    probe phase come from ``rng``."""
 
     seed: int
     controller_phase_s: float

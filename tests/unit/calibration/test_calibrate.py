@@ -129,6 +129,23 @@ def test_fit_cold_start_recovers_cores_and_member_load() -> None:
         fit_cold_start([_shared_start(5.0, 1.6, 0.3, 4, 1)])
 
 
+def test_fit_cold_start_reads_the_contention_within_each_run() -> None:
+    """Two runs of the same contention on machines 1.5x apart: the pairs of one run give
+    cores and member_load; pooled as one machine the second run's speed would bias them."""
+    def run(speed: float) -> list:
+        starts = [_shared_start(5.0 * speed, 1.0, 0.0, 1, 0)] * 3
+        return starts + [_shared_start(5.0 * speed, 1.6, 0.3, n, m) for n in (2, 4, 7)
+                         for m in (1, 4)]
+    fast, slow = run(1.0), run(1.5)
+    index = [0] * len(fast) + [1] * len(slow)
+    fit = fit_cold_start(fast + slow, index)
+    assert fit["alone_s"] == 5.0 * 1.25   # the median of the six alone starts
+    assert fit["cores"] == pytest.approx(1.6, abs=0.021)
+    assert fit["member_load"] == pytest.approx(0.3, abs=0.011)
+    pooled = fit_cold_start(fast + slow)
+    assert (pooled["cores"], pooled["member_load"]) != pytest.approx((1.6, 0.3), abs=0.02)
+
+
 def test_read_run_gives_the_lifecycles_handovers_and_batches(tmp_path: Path) -> None:
     facts = read_run(make_run(tmp_path))
     assert facts.lifecycles["r1"]["engine_ready"] - facts.lifecycles["r1"]["replica_started"] \

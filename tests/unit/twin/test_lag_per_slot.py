@@ -49,9 +49,19 @@ def test_operations_are_a_cooldown_apart(lag_per_slot_run) -> None:
 def test_every_evaluation_is_a_lag_per_slot_event_every_2_s(lag_per_slot_run) -> None:
     events = lag_per_slot_run.events
     steps = events[events["event"] == "lag_per_slot"]
-    gaps = steps["t_s"].diff().dropna().round(3)
-    assert len(steps) > 100 and set(gaps) == {2.0}
+    gaps = steps["t_s"].diff().dropna()
+    params = lag_per_slot_run_params()
+    # its 2 s period plus the calibrated slip of a due step (idle to busy machine)
+    assert len(steps) > 100
+    assert gaps.min() >= 2.0 + params.controller_slip(0, 0) - 1e-3   # one schedule: always late
+    assert gaps.max() <= 2.0 + params.controller_slip(16, 16) + 1e-3
     assert {f["reason"] for f in steps["fields"]} >= {"ScaleUp", "CoolingDown", "ScaleDownHalved"}
+
+
+def lag_per_slot_run_params():
+    from pytest_lagscale.twin.run import params_for, plan_of
+
+    return params_for(plan_of(settings(policy="lag-per-slot-ci")))
 
 
 def test_full_scale_counterpart_of_the_ci_manifest() -> None:

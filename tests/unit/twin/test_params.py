@@ -174,3 +174,24 @@ def test_the_warm_up_and_the_probe_error_are_read_and_checked() -> None:
     text = "\n".join(info.value.problems)
     assert "'processing.warmup_batches': got 0, expected a number in (0, 1000] batches" in text
     assert "'run_to_run.probe_sd': got 3, expected a number in [0, 2]" in text
+
+
+def test_the_controller_section_is_read_and_checked() -> None:
+    doc = _doc()
+    doc.pop("controller", None)
+    assert parse_calibration(doc, source="cal.yaml").get("controller_lead_extra_s") is None
+    doc["controller"] = {"lead_extra_min_s": 0.13, "lead_extra_max_s": 0.58, "slip_s": 0.014,
+                         "slip_s_per_starting": 0.021, "slip_s_per_member": 0.009}
+    values = parse_calibration(doc, source="cal.yaml")
+    assert values["controller_lead_extra_s"] == (0.13, 0.58)
+    assert (values["controller_slip_s"], values["controller_slip_s_per_starting"],
+            values["controller_slip_s_per_member"]) == (0.014, 0.021, 0.009)
+    doc["controller"] = {"lead_extra_min_s": 0.5, "lead_extra_max_s": 0.2, "slip_s": -1,
+                         "lag": 1}
+    with pytest.raises(ConfigError) as info:
+        parse_calibration(doc, source="cal.yaml")
+    text = "\n".join(info.value.problems)
+    assert "'controller.lead_extra_max_s': got 0.2, expected a number >= lead_extra_min_s " \
+           "(0.5)" in text
+    assert "'controller.slip_s': got -1, expected a number in [0, 10] s" in text
+    assert "controller.lag" in text

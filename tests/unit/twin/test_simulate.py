@@ -80,8 +80,63 @@ def test_the_controller_events_are_the_policys(spike_run) -> None:
             "engine_ready", "subscribed", "joined", "assigned", "first_record", "revoked",
             "spike_start", "spike_end", "run_phase"} <= names
     polls = spike_run.events[spike_run.events["event"] == "keda_poll"]["t_s"].diff().dropna()
-    # pollingInterval 2 s on the 1/8 s clock, no drift
+    # pollingInterval 2 s plus the calibrated slip, an idle machine's to a busy one's (exactly
+    # 2 s when the poll rides on a late HPA sync's step: one check of the loop runs both)
+    params = spike_run_params()
+    assert polls.min() >= 2.0 - 1e-3
+    assert polls.max() <= 2.0 + params.controller_slip(16, 16) + 1e-3
+    assert polls.mean() > 2.0 + params.controller_slip(0, 0) / 2
+    assert polls.max() > 2.0 + params.controller_slip(0, 0) + 0.01   # slower when loaded
+
+
+def spike_run_params():
+    from pytest_lagscale.twin.run import params_for, plan_of
+
+    from .conftest import settings
+
+    return params_for(plan_of(settings()))
+
+
+def test_without_a_controller_section_the_policy_keeps_its_period_on_the_grid(
+        spike_plan, spike_production) -> None:
+    """A calibration without ``controller``: the phase is drawn over the policy's periods and
+    every step runs on the tick it fell due, pollingInterval 2 s exactly."""
+    from dataclasses import replace
+
+    from pytest_lagscale.twin.run import params_for, simulate
+
+    params = replace(params_for(spike_plan), controller_lead_extra_s=None,
+                     controller_slip_s=0.0, controller_slip_s_per_starting=0.0,
+                     controller_slip_s_per_member=0.0)
+    run = simulate(spike_plan, params, seed=7, prod=spike_production)
+    polls = run.events[run.events["event"] == "keda_poll"]["t_s"].diff().dropna()
     assert polls.round(6).eq(2.0).all()
+    assert 0.0 <= run.controller_phase_s < 2.0 * 3.0       # pollingInterval x HPA sync period
+
+
+def test_the_policy_starts_the_runners_lead_before_the_load_and_its_steps_slip(
+        spike_plan, spike_production) -> None:
+    """With a ``controller`` section the first decide comes first_decision_within_s (one HPA
+    sync, 3 s) + 4 pre-load scrapes of 1 s + the draw's extra before the load, the extra in the
+    calibrated range; a step due at t runs at t + slip (not on the 1/8 s grid)."""
+    from dataclasses import replace
+
+    from pytest_lagscale.twin.run import params_for, simulate
+
+    params = replace(params_for(spike_plan), controller_lead_extra_s=(0.2, 0.3),
+                     controller_slip_s=0.05, controller_slip_s_per_starting=0.0,
+                     controller_slip_s_per_member=0.0)
+    run = simulate(spike_plan, params, seed=7, prod=spike_production)
+    events = run.events
+    load = float(events[events["event"] == "load_start"]["t_s"].iloc[0])
+    polls = events[events["event"] == "keda_poll"]["t_s"]
+    lead = load - float(polls.iloc[0])
+    assert 0.2 <= run.controller_phase_s <= 0.3
+    assert lead == pytest.approx(3.0 + 4 * 1.0 + run.controller_phase_s, abs=1e-6)
+    syncs = events[events["event"] == "hpa_sync"]["t_s"]
+    assert float(syncs.iloc[0]) - float(polls.iloc[0]) == pytest.approx(3.0 + 0.05, abs=1e-3)
+    gaps = polls.diff().dropna().round(3)
+    assert set(gaps) == {2.0, 2.05} and (gaps == 2.05).mean() > 0.5   # 2.0: with a late sync
 
 
 @pytest.mark.parametrize("engine_s, per_record_ms", [(0.025, 0.625), (0.378, 2.5)],
@@ -93,25 +148,15 @@ def test_a_saturated_replica_writes_at_its_capacity_not_at_the_tick_grids(
     next batch as soon as the last one is written."""
     from dataclasses import replace
 
-    import numpy as np
-
-    from pytest_lagscale.twin.load import Production
     from pytest_lagscale.twin.run import TICK_S, params_for
-    from pytest_lagscale.twin.world import Draw, EventSink, Replica, World
+
+    from .conftest import records_on_a_backlog
 
     params = replace(params_for(spike_plan), per_batch_engine_s=engine_s,
                      engine_s_per_member=0.0, engine_s_per_starting=0.0,
                      per_record_ms=per_record_ms)
     ticks = int(3000 / TICK_S)
-    backlog = np.full((ticks + 1, 1), 10_000_000, dtype=np.int64)   # never runs dry
-    prod = Production(tick_s=TICK_S, cumulative=backlog, total_records=10_000_000, end_s=0.0)
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1, 0])))
-    world = World(params, prod, Draw(seed=1, controller_phase_s=0.0, rng=rng), EventSink())
-    world.replicas.append(Replica(rid="r", ordinal=0, started_s=-10.0, work_s=0.0,
-                                  probe_phase_s=0.0, phase="member", owned={0: -1.0}))
-    for k in range(ticks + 1):
-        world.tick(k)
-    rate = int(world.processed[0]) / (ticks * TICK_S)
+    rate = records_on_a_backlog(params, 3000) / (ticks * TICK_S)
     assert rate == pytest.approx(params.capacity_per_s, rel=0.005)
 
 
