@@ -51,9 +51,9 @@ def _records(facts: RunFacts) -> list[dict[str, Any]]:
 def nominal_lead_s(policy: Any) -> float:
     """Seconds from the autoscaler's start to the load without overheads: the policy's
     ``first_decision_within_s`` + ``PRE_LOAD_SCRAPES`` x the lag exporter's scrape interval."""
-    from ..twin.driver import LAG_SCRAPE_INTERVAL_S, PRE_LOAD_SCRAPES
+    from ..twin.driver import LAG_SCRAPE_INTERVAL_S, pre_load_scrapes
 
-    return float(policy.first_decision_within_s) + PRE_LOAD_SCRAPES * LAG_SCRAPE_INTERVAL_S
+    return float(policy.first_decision_within_s) + pre_load_scrapes() * LAG_SCRAPE_INTERVAL_S
 
 
 def lead_extra_s(facts: RunFacts, records: Sequence[dict[str, Any]] | None = None

@@ -13,7 +13,7 @@ metric the replicas' own lag as Prometheus serves it (:mod:`.pod_lag`); same eve
 under its name with ``ready_replicas``, plus ``decision`` when the count changed, and the
 Deployment scaled; ``pod_metrics`` and ``external_read_failed`` as the local autoscaler writes
 them). With a calibrated ``controller`` section the policy starts as the runner starts it, at
--(``first_decision_within_s`` + :data:`PRE_LOAD_SCRAPES` x :data:`LAG_SCRAPE_INTERVAL_S` + the
+-(``first_decision_within_s`` + :func:`pre_load_scrapes` x :data:`LAG_SCRAPE_INTERVAL_S` + the
 draw's extra), and each step runs off the tick grid when it fell due plus the calibrated slip
 at the machine's load (:class:`_StepTimer`; ``calibration/controller.py``).
 
@@ -40,7 +40,6 @@ import pandas as pd
 from ..analyze.tables import TIMELINE_COLUMNS
 from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import ExternalMetric, Observation
-from ..experiment.runner import PRE_LOAD_SCRAPES
 from ..load.schedule import Step
 from .cpu import TwinCpu
 from .external import TwinScalers
@@ -275,6 +274,15 @@ def _earliest_due(policy: Any, low: float, high: float) -> float:
     return high
 
 
+def pre_load_scrapes() -> int:
+    """The runner's ``PRE_LOAD_SCRAPES`` (``experiment/runner.py``: scrapes between the
+    autoscaler's first decision and the load), imported when first needed: the runner's module
+    loads the Kafka client, which importing the twin must not."""
+    from ..experiment.runner import PRE_LOAD_SCRAPES
+
+    return PRE_LOAD_SCRAPES
+
+
 def _settled(world: World, inputs: DriveInputs) -> bool:
     return (world.total_lag <= inputs.reference_lag_threshold
             and world.spec_replicas == inputs.min_replicas
@@ -304,7 +312,7 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     k0 = -int(round(DEPLOY_LEAD_S / tick))
     timed = world.params.controller_lead_extra_s is not None
     if timed:  # the runner's lead (see the module docstring), off the tick grid
-        start_s = -(policy.first_decision_within_s + PRE_LOAD_SCRAPES * LAG_SCRAPE_INTERVAL_S
+        start_s = -(policy.first_decision_within_s + pre_load_scrapes() * LAG_SCRAPE_INTERVAL_S
                     + world.draw.controller_phase_s)
         k_auto = math.ceil(start_s / tick - 1e-9)
     else:
@@ -350,5 +358,5 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     return timeline.table(), settled
 
 
-__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "LAG_SCRAPE_INTERVAL_S", "PRE_LOAD_SCRAPES",
-           "SCRAPE_STREAM_KEY", "DriveInputs", "PolicySwitch", "drive"]
+__all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "LAG_SCRAPE_INTERVAL_S", "SCRAPE_STREAM_KEY",
+           "DriveInputs", "PolicySwitch", "drive", "pre_load_scrapes"]
