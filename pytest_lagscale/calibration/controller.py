@@ -48,35 +48,30 @@ def _records(facts: RunFacts) -> list[dict[str, Any]]:
         return sorted((json.loads(line) for line in fh), key=lambda r: r["wall_ns"])
 
 
-def nominal_lead_s(policy: Any) -> float:
-    """Seconds from the autoscaler's start to the load without overheads: the policy's
-    ``first_decision_within_s`` + ``PRE_LOAD_SCRAPES`` x the lag exporter's scrape interval."""
-    from ..twin.driver import LAG_SCRAPE_INTERVAL_S, pre_load_scrapes
+def lead_extra_s(facts: RunFacts, records: Sequence[dict[str, Any]] | None = None,
+                 policy: Any = None) -> float | None:
+    """Seconds between the run's ``autoscale`` phase and its ``load_start`` beyond the runner's
+    own wait (``twin.driver.runner_lead_s`` of the run's policy, built from its inputs when not
+    given); None when either event is missing."""
+    from ..twin.driver import runner_lead_s
 
-    return float(policy.first_decision_within_s) + pre_load_scrapes() * LAG_SCRAPE_INTERVAL_S
-
-
-def lead_extra_s(facts: RunFacts, records: Sequence[dict[str, Any]] | None = None
-                 ) -> float | None:
-    """Seconds between the run's ``autoscale`` phase and its ``load_start`` beyond
-    :func:`nominal_lead_s`; None when either event is missing."""
     records = _records(facts) if records is None else records
     start = next((r["wall_ns"] for r in records if r.get("event") == "run_phase"
                   and r.get("phase") == "autoscale"), None)
     load = next((r["wall_ns"] for r in records if r.get("event") == "load_start"), None)
     if start is None or load is None:
         return None
-    return (load - start) / 1e9 - nominal_lead_s(_policy(facts))
+    return (load - start) / 1e9 - runner_lead_s(policy or _policy(facts))
 
 
-def step_slips(facts: RunFacts, records: Sequence[dict[str, Any]] | None = None
-               ) -> list[tuple[float, int, int]]:
+def step_slips(facts: RunFacts, records: Sequence[dict[str, Any]] | None = None,
+               policy: Any = None) -> list[tuple[float, int, int]]:
     """``(slip_s, starting, members)`` per controller step after the first of its kind: the
     seconds between two consecutive steps of a :data:`STEP_PERIODS` event (their ``now_s``)
     minus the period, with the replicas starting and the members when the later one ran
     (:meth:`~.facts.RunFacts.counts_at`). Steps further apart than 1.5 periods are left out."""
     records = _records(facts) if records is None else records
-    policy = _policy(facts)
+    policy = policy or _policy(facts)
     out = []
     for event, attr in STEP_PERIODS.items():
         period = getattr(policy, attr, None)
@@ -101,11 +96,11 @@ def fit_controller(runs: Sequence[RunFacts]) -> dict[str, float] | None:
     None without a lead or with fewer than :data:`MIN_STEPS` steps."""
     extras, rows = [], []
     for facts in runs:
-        records = _records(facts)
-        extra = lead_extra_s(facts, records)
+        records, policy = _records(facts), _policy(facts)
+        extra = lead_extra_s(facts, records, policy)
         if extra is not None:
             extras.append(max(0.0, extra))
-        rows += step_slips(facts, records)
+        rows += step_slips(facts, records, policy)
     if not extras or len(rows) < MIN_STEPS:
         return None
     data = np.array(rows, dtype=float)
@@ -118,5 +113,4 @@ def fit_controller(runs: Sequence[RunFacts]) -> dict[str, float] | None:
             "runs": float(len(extras))}
 
 
-__all__ = ["MIN_STEPS", "STEP_PERIODS", "fit_controller", "lead_extra_s", "nominal_lead_s",
-           "step_slips"]
+__all__ = ["MIN_STEPS", "STEP_PERIODS", "fit_controller", "lead_extra_s", "step_slips"]

@@ -13,8 +13,7 @@ metric the replicas' own lag as Prometheus serves it (:mod:`.pod_lag`); same eve
 under its name with ``ready_replicas``, plus ``decision`` when the count changed, and the
 Deployment scaled; ``pod_metrics`` and ``external_read_failed`` as the local autoscaler writes
 them). With a calibrated ``controller`` section the policy starts as the runner starts it, at
--(``first_decision_within_s`` + :func:`pre_load_scrapes` x :data:`LAG_SCRAPE_INTERVAL_S` + the
-draw's extra), and each step runs off the tick grid when it fell due plus the calibrated slip
+-(:func:`runner_lead_s` + the draw's extra), and each step runs off the tick grid when it fell due plus the calibrated slip
 at the machine's load (:class:`_StepTimer`; ``calibration/controller.py``).
 
 The producer's events (``load_start``, ``phase``, ``spike_start``, ``spike_end``, ``load_end``)
@@ -274,13 +273,14 @@ def _earliest_due(policy: Any, low: float, high: float) -> float:
     return high
 
 
-def pre_load_scrapes() -> int:
-    """The runner's ``PRE_LOAD_SCRAPES`` (``experiment/runner.py``: scrapes between the
-    autoscaler's first decision and the load), imported when first needed: the runner's module
-    loads the Kafka client, which importing the twin must not."""
+def runner_lead_s(policy: Any) -> float:
+    """Seconds from the autoscaler's start to the load as the runner waits them, without
+    overheads: the policy's ``first_decision_within_s`` + the runner's ``PRE_LOAD_SCRAPES`` x
+    :data:`LAG_SCRAPE_INTERVAL_S` (``experiment/runner.py``, imported when first needed: the
+    runner's module loads the Kafka client, which importing the twin must not)."""
     from ..experiment.runner import PRE_LOAD_SCRAPES
 
-    return PRE_LOAD_SCRAPES
+    return float(policy.first_decision_within_s) + PRE_LOAD_SCRAPES * LAG_SCRAPE_INTERVAL_S
 
 
 def _settled(world: World, inputs: DriveInputs) -> bool:
@@ -312,8 +312,7 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
     k0 = -int(round(DEPLOY_LEAD_S / tick))
     timed = world.params.controller_lead_extra_s is not None
     if timed:  # the runner's lead (see the module docstring), off the tick grid
-        start_s = -(policy.first_decision_within_s + pre_load_scrapes() * LAG_SCRAPE_INTERVAL_S
-                    + world.draw.controller_phase_s)
+        start_s = -(runner_lead_s(policy) + world.draw.controller_phase_s)
         k_auto = math.ceil(start_s / tick - 1e-9)
     else:
         k_auto = -int(round((AUTOSCALE_LEAD_S + world.draw.controller_phase_s) / tick))
@@ -359,4 +358,4 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
 
 
 __all__ = ["AUTOSCALE_LEAD_S", "DEPLOY_LEAD_S", "LAG_SCRAPE_INTERVAL_S", "SCRAPE_STREAM_KEY",
-           "DriveInputs", "PolicySwitch", "drive", "pre_load_scrapes"]
+           "DriveInputs", "PolicySwitch", "drive", "runner_lead_s"]

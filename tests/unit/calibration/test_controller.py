@@ -12,7 +12,6 @@ from pytest_lagscale.calibration.controller import (
     MIN_STEPS,
     fit_controller,
     lead_extra_s,
-    nominal_lead_s,
     step_slips,
 )
 from pytest_lagscale.calibration.facts import read_run
@@ -41,8 +40,9 @@ def test_the_lead_beyond_the_first_sync_and_the_pre_load_scrapes(tmp_path: Path)
     facts = read_run(run, with_store=False)
     # scaledobject-ci: one HPA sync of 3 s, then 4 scrapes of 1 s; load_start at 10.0 s
     from pytest_lagscale.calibration.controller import _policy
+    from pytest_lagscale.twin.driver import runner_lead_s
 
-    assert nominal_lead_s(_policy(facts)) == pytest.approx(7.0)
+    assert runner_lead_s(_policy(facts)) == pytest.approx(7.0)
     assert lead_extra_s(facts) == pytest.approx(10.0 - 2.6 - 7.0)
 
 
