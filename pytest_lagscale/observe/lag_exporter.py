@@ -104,9 +104,38 @@ def lag_families(offsets: GroupOffsets, group: str, topic: str) -> list[GaugeMet
     return [lag, lag_sum, current, committed_f, committed_sum]
 
 
+class ServedExporter:
+    """A running exporter endpoint: ``port`` (int) and :meth:`close`.
+
+    ``close`` stops the serving thread and closes the listening socket at once: a
+    ``prometheus_client`` server's ``shutdown()`` alone leaves the socket open until the server
+    object is garbage-collected. Safe to call twice; also a context manager.
+    """
+
+    def __init__(self, server: object, thread: object) -> None:
+        self._server, self._thread = server, thread
+        self.port: int = server.server_port
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop serving and release the port (returns once the socket is closed)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> "ServedExporter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def serve_lag_exporter(source: object, group: str, topic: str, port: int = 0,
                        addr: str = "127.0.0.1",
-                       extra_collectors: Sequence[object] = ()) -> tuple[object, int]:
+                       extra_collectors: Sequence[object] = ()) -> ServedExporter:
     """Serve the exporter on ``addr:port`` (0 = ephemeral) in a daemon thread.
 
     The same endpoint serves this machine's load (``node_load1``, ``node_cpu_seconds_total``:
@@ -116,7 +145,8 @@ def serve_lag_exporter(source: object, group: str, topic: str, port: int = 0,
     :class:`~.machine.BusyRatioCollector`).
 
     Returns:
-        ``(server, bound_port)``; call ``server.shutdown()`` to stop it.
+        a :class:`ServedExporter`: its ``port`` is the bound port; ``close()`` stops it and
+        releases the port.
     """
     from .machine import MachineCollector
 
@@ -125,5 +155,5 @@ def serve_lag_exporter(source: object, group: str, topic: str, port: int = 0,
     registry.register(MachineCollector())
     for collector in extra_collectors:
         registry.register(collector)
-    server, _thread = start_http_server(port, addr=addr, registry=registry)
-    return server, server.server_port
+    server, thread = start_http_server(port, addr=addr, registry=registry)
+    return ServedExporter(server, thread)

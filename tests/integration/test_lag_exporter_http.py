@@ -18,16 +18,24 @@ class FixedSource:
 
 
 def test_served_endpoint_has_lag_and_machine_load() -> None:
-    server, port = serve_lag_exporter(FixedSource(), "enrich", "events")
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+    with serve_lag_exporter(FixedSource(), "enrich", "events") as exporter:
+        with urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=10) as resp:
             text = resp.read().decode()
-    finally:
-        server.shutdown()
-        server.server_close()
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert families["kafka_consumergroup_lag_sum"].samples[0].value == 7
     assert families["node_load1"].type == "gauge"
     assert families["node_load1"].samples[0].value >= 0.0
     idle = [s for s in families["node_cpu_seconds"].samples if s.labels["mode"] == "idle"]
     assert idle and all(s.name == "node_cpu_seconds_total" for s in idle)
+
+
+def test_close_releases_the_port_at_once() -> None:
+    """``shutdown()`` alone leaves the socket listening until garbage collection; close() must not."""
+    import socket
+
+    exporter = serve_lag_exporter(FixedSource(), "enrich", "events")
+    port = exporter.port
+    exporter.close()
+    exporter.close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()

@@ -104,6 +104,7 @@ def test_the_exec_probe_passes_exactly_when_the_get_answers_2xx_or_3xx(tmp_path,
         assert (done.returncode == 0) is passes
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def test_the_exec_probe_fails_before_the_replica_wrote_its_port(tmp_path) -> None:
