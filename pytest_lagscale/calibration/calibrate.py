@@ -345,6 +345,28 @@ def group_values(runs: Sequence[RunFacts]) -> dict[str, float]:
         "heartbeat_s": statistics.median(beats) if beats else 5.0}
 
 
+def idle_poll_s(runs: Sequence[RunFacts]) -> float | None:
+    """``group.idle_poll_s``: the span over which an idle replica's first batch starts after
+    records arrive, seconds; None with fewer than :data:`MIN_RUNS` runs.
+
+    Each run's sample is its first batch's start after ``load_start`` (the replicas found an
+    empty topic before it, and the load's first record is produced at ``load_start``). The
+    replica polls in slices (``spark_consumer/trigger.py``) whose phase is uniform against the
+    load's start, so the samples are uniform on [0, W]; W is estimated by the largest sample
+    x (n + 1) / n (the unbiased estimator of a uniform's upper end).
+    """
+    phases = []
+    for f in runs:
+        if f.batches.empty or not math.isfinite(f.load_start_s):
+            continue
+        after = f.batches["start_s"][f.batches["start_s"] >= f.load_start_s]
+        if len(after) and not (f.batches["start_s"] < f.load_start_s).any():
+            phases.append(float(after.min() - f.load_start_s))
+    if len(phases) < MIN_RUNS:
+        return None
+    return max(phases) * (len(phases) + 1) / len(phases)
+
+
 def machine_of(runs: Sequence[RunFacts]) -> dict[str, Any]:
     """``{cores, description}`` from the runs' ``machine_info``.
 
@@ -387,6 +409,7 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         runs["probe_sd"] = probe_sd([probe_error(f, cold["alone_s"], cold["cores"],
                                                  cold["member_load"]) for f in mine])
     group = group_values(mine)
+    idle_poll = idle_poll_s(mine)
     r = lambda v, n=3: round(float(v), n)  # noqa: E731
     doc = {
         "schema_version": SCHEMA_VERSION, "engine": engine, "machine": machine_of(mine),
@@ -402,7 +425,8 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
                   "drain_s": r(group["drain_s"], 2), "exit_s": r(group["exit_s"], 2),
                   "round_s": {"cooperative": r(group["round_s"], 2),
                               "eager": r(group["round_s"], 2)},
-                  "heartbeat_s": r(group["heartbeat_s"], 2)},
+                  "heartbeat_s": r(group["heartbeat_s"], 2),
+                  **({"idle_poll_s": r(idle_poll, 2)} if idle_poll is not None else {})},
         "notes": {"batches": len(samples), "starts": int(cold["starts"]),
                   "alone_starts": int(cold["alone"]),
                   "runs_with_factors": 0 if runs is None else int(runs["runs"])}}

@@ -16,17 +16,17 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
       warmup_batches: 2.4          # optional: ... this
     cold_start: {alone_s: 5.49, cores: 1.42, jitter: 0.15, member_load: 0.13}  # load: optional
     group: {subscribe_s: 0.03, first_fetch_s: 0.66, drain_s: 0.2, exit_s: 1.09,
-            round_s: {eager: 0.84, cooperative: 0.84}, heartbeat_s: 1.0}
+            round_s: {eager: 0.84, cooperative: 0.84}, heartbeat_s: 1.0, idle_poll_s: 1.06}
     cpu: {idle_millicores: 6, cpu_s_per_1000_records: 0.033}  # optional: for CPU policies
-    run_to_run: {cold_start_sd: 0.2, engine_sd: 0.3, engine_on_cold_start: 0.8,
-                 probe_sd: 0.1}  # optional
+    run_to_run: {cold_start_sd: 0.2, engine_sd: 0.3, engine_on_cold_start: 0.8, probe_sd: 0.1}
     controller: {lead_extra_min_s: 0.1, lead_extra_max_s: 0.6, slip_s: 0.018,
                  slip_s_per_starting: 0.022, slip_s_per_member: 0.008}  # optional
 
-The ``optional`` keys default to what a file without them meant (constant engine time, starts
-slowed by other starts only, no CPU model, one machine speed in every draw, the controller's
-phase drawn over its periods, no slip); the run's own inputs (per-record time, max batch,
-trigger interval, probe period, balancer) come from the Deployment (:func:`twin_params`).
+The ``optional`` keys, ``run_to_run`` and ``idle_poll_s`` default to what a file without them meant (constant
+engine time, starts slowed by other starts only, no CPU model, one machine speed in every draw,
+the controller's phase drawn over its periods, no slip, a batch at once on the first records);
+the run's own inputs (per-record time, max batch, trigger interval, probe period, balancer)
+come from the Deployment (:func:`twin_params`).
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ class TwinParams:
         heartbeat_s: KIP-848 heartbeat interval, seconds.
         first_fetch_s: an assigned partition's first fetch (assigned -> first record), s.
         drain_s: SIGTERM -> revoked and left the group (graceful), seconds.
+        idle_poll_s: an idle replica's poll slice, seconds: the first records after a time with
+            nothing to fetch start a batch when the slice they arrived in ends (0: at once).
         exit_s: SIGTERM -> the process is gone (``replica_stopped``), seconds.
         probe_period_s: readiness probe period, seconds.
         balancer: the replicas' ``--balancer``.
@@ -124,6 +126,7 @@ class TwinParams:
     first_fetch_s: float
     drain_s: float
     exit_s: float
+    idle_poll_s: float = 0.0
     probe_period_s: float = 2.0
     engine_s_per_member: float = 0.0
     engine_s_per_starting: float = 0.0
@@ -277,7 +280,7 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
                                         "engine_s_per_starting"), p)
     cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter", "member_load"), p)
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
-                                     "round_s", "heartbeat_s"), p)
+                                     "round_s", "heartbeat_s", "idle_poll_s"), p)
     cpu = _section(doc, "cpu", ("idle_millicores", "cpu_s_per_1000_records"), p)
     runs_sd = _section(doc, "run_to_run", ("cold_start_sd", "engine_sd", "engine_on_cold_start",
                                            "probe_sd"), p)
@@ -306,6 +309,7 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         drain_s=_number(group, "drain_s", "group", p, 0, 600, "s"),
         exit_s=_number(group, "exit_s", "group", p, 0, 600, "s"),
         heartbeat_s=_number(group, "heartbeat_s", "group", p, 0, 60, "s", lo_open=True),
+        idle_poll_s=_optional(group, "idle_poll_s", "group", p, 60, "s"),
         round_s={proto: _number(rounds, proto, "group.round_s", p, 0, 60, "s")
                  for proto in ("eager", "cooperative")},
         run_cold_start_sd=_optional(runs_sd, "cold_start_sd", "run_to_run", p, 2,

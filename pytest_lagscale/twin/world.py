@@ -13,7 +13,9 @@ One :class:`World` is one simulated run. Every ``tick_s`` (0.125 s) :meth:`World
 3. the replicas: a batch ends (its offsets committed) -> the replica is at a batch boundary,
    where the group's callbacks run (:meth:`~.group.Group.boundary`) -> a new batch starts when
    records are fetchable and the trigger allows (no earlier than ``trigger_interval_s`` after the
-   previous start; at once when the previous batch ran longer): up to ``max_batch_records``,
+   previous start; at once when the previous batch ran longer; after a time with nothing to
+   fetch, when the ``idle_poll_s`` poll slice the records arrived in ends): up to
+   ``max_batch_records``,
    lasting ``engine_s(members, starting, k) + records x per_record_ms`` (the engine's fixed time
    grows with the replicas running and starting at the batch's start: CPU contention on the
    machine; and is longer for the replica's first batches k: the JVM's warm-up); records count
@@ -87,8 +89,9 @@ class Replica:
     probe_ready: bool = False
     owned: dict[int, float] = field(default_factory=dict)
     batch: Batch | None = None
-    next_start_s: float = 0.0
+    next_start_s: float = -math.inf
     waiting_s: float | None = None
+    idle_since_s: float | None = None
     pending_revoke: set[int] = field(default_factory=set)
     rejoin: bool = False
     sigterm_s: float | None = None
@@ -144,6 +147,8 @@ class World:
         partitions = production.cumulative.shape[1]
         self.partitions = partitions
         self.log_end = np.zeros(partitions, dtype=np.int64)
+        self.prev_log_end = self.log_end  # at the previous tick: a start between ticks
+        self.now_s = 0.0
         self.committed = np.zeros(partitions, dtype=np.int64)
         self.position = np.zeros(partitions, dtype=np.int64)
         self.processed = np.zeros(partitions, dtype=np.int64)
@@ -204,6 +209,7 @@ class World:
     def tick(self, k: int) -> None:
         """Advance the world to tick ``k`` (time ``k * tick_s``)."""
         t = round(k * self.tick_s, 6)  # no float drift against the policy's timers
+        self.prev_log_end, self.now_s = self.log_end, t
         if k >= 0:
             self.log_end = self.production.at(k)
         self.consumed_in_tick = 0.0
@@ -297,19 +303,52 @@ class World:
             replica.waiting_s = None
             if replica.phase == "member" and replica.owned:
                 start = max(free_s, replica.next_start_s)
-                if start <= t:
-                    self._start_batch(replica, start, t)
-                else:
+                if start > t:
                     replica.waiting_s = free_s
+                elif replica.idle_since_s is not None:
+                    self._start_after_idle(replica, t)
+                else:
+                    self._start_batch(replica, start, t)
+
+    def _start_after_idle(self, replica: Replica, t: float) -> None:
+        """An idle replica polls in slices of ``idle_poll_s`` from when it found nothing to
+        fetch (``spark_consumer/trigger.py``: a ``consume()`` slice returns at its timeout, or
+        early with a full batch): its next batch starts at the end of the slice the first
+        records arrived in, or at once when ``max_batch_records`` are fetchable."""
+        wait = self.params.idle_poll_s
+        since = t - replica.idle_since_s
+        boundary = replica.idle_since_s + math.floor(since / wait + 1e-9) * wait
+        if boundary > t - self.tick_s + 1e-9 and boundary > replica.idle_since_s:
+            self._start_batch(replica, boundary, t)
+        elif sum(self._fetchable(replica, t).values()) >= self.params.max_batch_records:
+            self._start_batch(replica, t, t)
+
+    def _fetchable(self, replica: Replica, t: float) -> dict[int, int]:
+        """Records per owned partition fetchable at ``t`` (assigned and first fetch done): the
+        log end interpolated within the tick when ``t`` lies before the world's time (a start
+        off the tick grid takes only what was produced by then)."""
+        end, position = self.log_end, self.position
+        if t >= self.now_s:
+            return {q: int(end[q] - position[q]) for q, at in replica.owned.items() if at <= t}
+        frac = max(0.0, 1.0 - (self.now_s - t) / self.tick_s)
+        prev = self.prev_log_end
+        return {q: max(0, int(prev[q] + math.floor((end[q] - prev[q]) * frac) - position[q]))
+                for q, at in replica.owned.items() if at <= t}
 
     def _start_batch(self, replica: Replica, t: float, now_s: float) -> None:
         """Start a batch at ``t`` (seconds; up to a tick before the world's time ``now_s``) of
-        what the replica's fetchable partitions hold."""
-        ready = [q for q, at in replica.owned.items() if at <= t]
-        avail = {q: int(self.log_end[q] - self.position[q]) for q in ready}
+        what the replica's fetchable partitions hold. Finding them empty, with a
+        ``idle_poll_s``, the replica is idle from ``t`` (:meth:`_start_after_idle`)."""
+        avail = self._fetchable(replica, t)
         total = sum(avail.values())
         if total <= 0:
+            if avail and self.params.idle_poll_s > 0 and replica.idle_since_s is None:
+                # polling since the later of now and its last partition's first fetch (within
+                # the last tick: the slices run off the tick grid)
+                fetched_s = max(replica.owned[q] for q in avail)
+                replica.idle_since_s = fetched_s if fetched_s > now_s - self.tick_s else t
             return
+        replica.idle_since_s = None
         limit = self.params.max_batch_records
         counts = avail if total <= limit else _share(avail, limit)
         records = sum(counts.values())
