@@ -375,8 +375,8 @@ class Run:
             from ..observe.machine import BusyRatioCollector
 
             extra.append(BusyRatioCollector(self.parts.spark_server.busy_ratio))
-        exporter = stack.enter_context(serve_lag_exporter(self.parts.lag_source, self.group, self.topic,
-                                                          extra_collectors=extra))
+        exporter = stack.enter_context(serve_lag_exporter(
+            self.parts.lag_source, self.group, self.topic, extra_collectors=extra))
         self.parts.prometheus.set_targets("lag_exporter", [f"127.0.0.1:{exporter.port}"])
 
     def sources(self, stack: ExitStack) -> None:

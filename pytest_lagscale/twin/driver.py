@@ -13,8 +13,9 @@ metric the replicas' own lag as Prometheus serves it (:mod:`.pod_lag`); same eve
 under its name with ``ready_replicas``, plus ``decision`` when the count changed, and the
 Deployment scaled; ``pod_metrics`` and ``external_read_failed`` as the local autoscaler writes
 them). With a calibrated ``controller`` section the policy starts as the runner starts it, at
--(:func:`runner_lead_s` + the draw's extra), and each step runs off the tick grid when it fell due plus the calibrated slip
-at the machine's load (:class:`_StepTimer`; ``calibration/controller.py``).
+-(:func:`runner_lead_s` + the draw's extra), and each step runs off the tick grid when it fell
+due plus the calibrated slip at the machine's load (:class:`_StepTimer`;
+``calibration/controller.py``).
 
 The producer's events (``load_start``, ``phase``, ``spike_start``, ``spike_end``, ``load_end``)
 are written at their scheduled times and the runner's ``run_phase`` marks at the twin's phases.

@@ -22,9 +22,9 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
     controller: {lead_extra_min_s: 0.1, lead_extra_max_s: 0.6, slip_s: 0.018,
                  slip_s_per_starting: 0.022, slip_s_per_member: 0.008}  # optional
 
-The ``optional`` keys, ``run_to_run`` and ``idle_poll_s`` default to what a file without them meant (constant
-engine time, starts slowed by other starts only, no CPU model, one machine speed in every draw,
-the controller's phase drawn over its periods, no slip, a batch at once on the first records);
+Optional keys, ``run_to_run`` and ``idle_poll_s`` default to what a file without them meant
+(constant engine time, starts slowed by others only, no CPU model, one machine speed in every
+draw, the controller's phase over its periods, no slip, a batch at once on the first records);
 the run's own inputs (per-record time, max batch, trigger interval, probe period, balancer)
 come from the Deployment (:func:`twin_params`).
 """

@@ -337,7 +337,7 @@ class World:
 
     def _start_batch(self, replica: Replica, t: float, now_s: float) -> None:
         """Start a batch at ``t`` (seconds; up to a tick before the world's time ``now_s``) of
-        what the replica's fetchable partitions hold. Finding them empty, with a
+        what the replica's fetchable partitions hold. Finding them empty, with an
         ``idle_poll_s``, the replica is idle from ``t`` (:meth:`_start_after_idle`)."""
         avail = self._fetchable(replica, t)
         total = sum(avail.values())

@@ -19,7 +19,8 @@ class FixedSource:
 
 def test_served_endpoint_has_lag_and_machine_load() -> None:
     with serve_lag_exporter(FixedSource(), "enrich", "events") as exporter:
-        with urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=10) as resp:
+        url = f"http://127.0.0.1:{exporter.port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as resp:
             text = resp.read().decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert families["kafka_consumergroup_lag_sum"].samples[0].value == 7
@@ -30,7 +31,8 @@ def test_served_endpoint_has_lag_and_machine_load() -> None:
 
 
 def test_close_releases_the_port_at_once() -> None:
-    """``shutdown()`` alone leaves the socket listening until garbage collection; close() must not."""
+    """``shutdown()`` alone leaves the socket listening until garbage collection; ``close()``
+    releases it at once."""
     import socket
 
     exporter = serve_lag_exporter(FixedSource(), "enrich", "events")

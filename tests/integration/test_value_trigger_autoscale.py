@@ -101,7 +101,8 @@ def _services(stack: ExitStack, kind: str, admin: KafkaAdmin, group: str, topic:
     from pytest_lagscale.observe.prometheus import PrometheusServer
 
     prometheus = stack.enter_context(PrometheusServer(tmp_path / "prometheus"))
-    exporter = stack.enter_context(serve_lag_exporter(BrokerLagSource(admin, group, topic), group, topic))
+    exporter = stack.enter_context(
+        serve_lag_exporter(BrokerLagSource(admin, group, topic), group, topic))
     prometheus.set_targets("lag_exporter", [f"127.0.0.1:{exporter.port}"])
     services = RunServices(prometheus_url=prometheus.url, cluster_name="lagscale-test", group=group, topic=topic,
                            manifest_group="enrich", manifest_topic="events")

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from types import SimpleNamespace
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -14,19 +13,10 @@ import pytest
 def _first_batch(params, *, first_tick: int = 17, ticks: int = 40):
     """(start_s, records) of the first batch of one member replica, idle from t = 0 on an empty
     partition 0 that receives 250 records per tick from ``first_tick`` on."""
-    from pytest_lagscale.twin.load import Production
-    from pytest_lagscale.twin.run import TICK_S
-    from pytest_lagscale.twin.world import Draw, EventSink, Replica, World
+    from .conftest import one_member_world
 
-    cumulative = np.array([[max(0, k - first_tick + 1) * 250] for k in range(ticks + 1)],
-                          dtype=np.int64)
-    prod = Production(tick_s=TICK_S, cumulative=cumulative, total_records=int(cumulative[-1, 0]),
-                      end_s=ticks * TICK_S)
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([1, 0])))
-    world = World(params, prod, Draw(seed=1, controller_phase_s=0.0, rng=rng), EventSink())
-    replica = Replica(rid="r", ordinal=0, started_s=-10.0, work_s=0.0, probe_phase_s=0.0,
-                      phase="member", owned={0: -1.0})
-    world.replicas.append(replica)
+    world, replica = one_member_world(
+        params, [max(0, k - first_tick + 1) * 250 for k in range(ticks + 1)])
     for k in range(ticks + 1):
         world.tick(k)
         if replica.batch is not None:
