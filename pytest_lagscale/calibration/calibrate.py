@@ -59,9 +59,11 @@ def _processing(facts: RunFacts) -> tuple[float, int, int, float]:
             float(plan.trigger_interval_s))
 
 
-def engine_samples(facts: RunFacts) -> np.ndarray:
+def engine_samples(facts: RunFacts, starting_delay_s: float = 0.0) -> np.ndarray:
     """Rows ``(overhead_s, members - 1, starting, batch)`` of a run's back-to-back batches;
-    ``batch`` is the batch's number among its replica's batches in the store (1 = first)."""
+    ``batch`` is the batch's number among its replica's batches in the store (1 = first);
+    ``starting`` counts the replicas started ``starting_delay_s`` or more before the batch
+    (:meth:`~.facts.RunFacts.counts_at`)."""
     if facts.batches.empty:
         return np.empty((0, 4))
     process_ms, inflight, max_batch, trigger_s = _processing(facts)
@@ -72,7 +74,7 @@ def engine_samples(facts: RunFacts) -> np.ndarray:
             & (b["next_start_s"] - b["write_end_s"] <= MAX_GAP_S))
     rows = []
     for rec, c in zip(b[keep].itertuples(), cycle[keep]):
-        members, starting = facts.counts_at(rec.start_s)
+        members, starting = facts.counts_at(rec.start_s, starting_delay_s=starting_delay_s)
         overhead = c - math.ceil(rec.records / inflight) * process_ms / 1000.0
         rows.append((overhead, max(0, members - 1), starting, rec.batch))
     return np.array(rows, dtype=float).reshape(-1, 4)
@@ -149,6 +151,38 @@ def fit_warmup(samples: np.ndarray) -> tuple[float, float, tuple[float, float, f
             err = sse(fit, w)
             if err < best[0] - 1e-12:
                 best = (err, float(extra), float(batches), fit)
+    return best[1], best[2], best[3]
+
+
+#: Grid of the starting-delay fit, seconds after ``replica_started``.
+STARTING_DELAY_GRID = np.round(np.arange(0.0, 8.0001, 0.5), 2)
+
+
+def fit_starting_delay(runs: Sequence[RunFacts]
+                       ) -> tuple[float, list[np.ndarray], tuple[float, float, tuple[float, ...]]]:
+    """``(delay_s, per_run_samples, fit_warmup result)``: from how long after its
+    ``replica_started`` a starting replica slows the members' batches, the delay on
+    :data:`STARTING_DELAY_GRID` whose :func:`fit_warmup` leaves the least squared error
+    over the runs' :func:`engine_samples` (the smallest of equal ones; 0 with fewer than
+    :data:`MIN_BATCHES` samples). A replica's first seconds (the interpreter and the JVM
+    launching) load the machine less than its engine's start-up: docs/twin.md.
+
+    Raises:
+        ConfigError: no samples at all (:func:`fit_engine`).
+    """
+    best: tuple[float, float, list[np.ndarray], Any] | None = None
+    for delay_s in STARTING_DELAY_GRID:
+        per_run = [engine_samples(f, float(delay_s)) for f in runs]
+        samples = np.concatenate(per_run)
+        extra, batches, fit = fit_warmup(samples)
+        if len(samples) < MIN_BATCHES:
+            return float(delay_s), per_run, (extra, batches, fit)
+        w = warmup_factors(samples, extra, batches)
+        err = float(np.sum((samples[:, 0] - w * (fit[0] + fit[1] * samples[:, 1]
+                                                 + fit[2] * samples[:, 2])) ** 2))
+        if best is None or err < best[0] - 1e-9:
+            best = (err, float(delay_s), per_run, (extra, batches, fit))
+    assert best is not None
     return best[1], best[2], best[3]
 
 
@@ -395,9 +429,9 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         raise ConfigError(f"--engine: got {engine!r}, but none of the {len(runs)} runs given "
                           f"ran it (engines: {sorted({f.engine for f in runs})}); give runs of "
                           "that engine")
-    per_run = [engine_samples(f) for f in mine]
+    delay_s, per_run, (extra, warm_batches, (base, per_member, per_starting)) = \
+        fit_starting_delay(mine)
     samples = np.concatenate(per_run)
-    extra, warm_batches, (base, per_member, per_starting) = fit_warmup(samples)
     starts = [start_segments(f) for f in mine]
     cold = fit_cold_start([s for run in starts for s in run],
                           [i for i, run in enumerate(starts) for _ in run])
@@ -416,6 +450,7 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         "source_runs": sorted(f.name for f in mine),
         "processing": {"per_batch_engine_s": r(base), "engine_s_per_member": r(per_member),
                        "engine_s_per_starting": r(per_starting),
+                       **({"starting_delay_s": r(delay_s, 1)} if delay_s else {}),
                        **({"warmup_extra": r(extra, 2), "warmup_batches": r(warm_batches, 1)}
                           if extra else {})},
         "cold_start": {"alone_s": r(cold["alone_s"], 2), "cores": r(cold["cores"], 2),
@@ -493,5 +528,5 @@ def run_dirs(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
-__all__ = ["calibrate", "engine_samples", "fit_cold_start", "fit_engine", "group_values",
-           "machine_of", "render", "run_dirs", "start_segments"]
+__all__ = ["calibrate", "engine_samples", "fit_cold_start", "fit_engine", "fit_starting_delay",
+           "group_values", "machine_of", "render", "run_dirs", "start_segments"]

@@ -62,9 +62,11 @@ class RunFacts:
     broker: dict[str, str]
     handovers_s: tuple[float, ...] = ()
 
-    def counts_at(self, t_s: float, exclude: str | None = None) -> tuple[int, int]:
+    def counts_at(self, t_s: float, exclude: str | None = None,
+                  starting_delay_s: float = 0.0) -> tuple[int, int]:
         """``(members, starting)`` at wall-clock ``t_s``: replicas past ``engine_ready`` and
-        not yet stopped, and replicas started whose engine is not ready (``exclude`` left out).
+        not yet stopped, and replicas started ``starting_delay_s`` or more before ``t_s``
+        whose engine is not ready (``exclude`` left out).
         """
         members = starting = 0
         for rid, life in self.lifecycles.items():
@@ -72,7 +74,7 @@ class RunFacts:
                 continue
             end = life.get("replica_stopped", math.inf)
             ready = life.get("engine_ready", end)
-            if life["replica_started"] <= t_s < ready:
+            if life["replica_started"] + starting_delay_s <= t_s < ready:
                 starting += 1
             elif ready <= t_s < end:
                 members += 1

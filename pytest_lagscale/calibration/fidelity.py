@@ -1,4 +1,5 @@
-"""How well the calibrated twin predicts a real run: :func:`predict_run`.
+"""How well the calibrated twin predicts a real run: :func:`predict_run` (many runs on several
+processes: :func:`predict_runs`).
 
 A real run directory (its ``benchmark.json``: the inputs, via :func:`.facts.run_settings`, and
 the measured figures; its ``events.jsonl`` when present) is simulated again with ``draws``
@@ -349,6 +350,36 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
                     held_out=root.name not in params.source_runs)
 
 
+def predict_runs(runs: Sequence[str | Path], *, workers: int = 1, **options: Any
+                 ) -> list[Fidelity | Unsupported]:
+    """:func:`predict_run` of each run with the keyword ``options``, in the order given, on up
+    to ``workers`` processes (forked, and joined before this returns: a spawned pool would
+    leave multiprocessing's resource tracker running; each run is seeded on its own, so the
+    results are the same on any number of them but for ``seconds``); a run the twin does not
+    model gives its :class:`Unsupported` in its place. Any other error propagates.
+    """
+    jobs = [(Path(run), options) for run in runs]
+    if workers <= 1 or len(jobs) <= 1:
+        outcomes = [_predict_one(job) for job in jobs]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            outcomes = list(pool.map(_predict_one, jobs))
+    return [result if problems is None else Unsupported(problems)
+            for result, problems in outcomes]
+
+
+def _predict_one(job: tuple[Path, dict[str, Any]]) -> tuple[Fidelity | None, list[str] | None]:
+    run, options = job
+    try:
+        return predict_run(run, **options), None
+    except Unsupported as exc:  # its problems, not the exception: they pickle as one line
+        return None, list(exc.problems)
+
+
 def _draws(plan: Any, params: Any, seed: int, draws: int) -> tuple[Any, dict[str, list[float]]]:
     """The draws of ``plan`` and their event-level spans pooled over the draws."""
     from ..twin.run import simulate_draws
@@ -489,6 +520,6 @@ def assess(results: Sequence[Fidelity]) -> tuple[list[dict[str, Any]], list[str]
 
 __all__ = ["BAND_TARGET", "SPANS", "STATED_BAND", "TARGETS", "UNSUPPORTED", "Fidelity",
            "FigureCheck", "SpanCheck", "Unsupported", "assess", "beyond_band", "figure_check",
-           "ks_statistic", "machine_probe_s", "spread_error",
-           "plan_for", "predict_run", "real_records", "span_checks", "spans", "twin_records",
+           "ks_statistic", "machine_probe_s", "spread_error", "plan_for", "predict_run",
+           "predict_runs", "real_records", "span_checks", "spans", "twin_records",
            "with_machine_probe"]

@@ -11,7 +11,8 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
     processing:
       per_batch_engine_s: 0.237    # one member, nothing starting
       engine_s_per_member: 0.036   # optional (default 0): + per further member
-      engine_s_per_starting: 0.189 # optional (default 0): + per replica starting
+      engine_s_per_starting: 0.189 # optional (default 0): + per replica starting ...
+      starting_delay_s: 3.5        # optional (default 0): ... this long after its start
       warmup_extra: 1.4            # optional (default 0): batch k x (1 + this x e^-(k-1)/...)
       warmup_batches: 2.4          # optional: ... this
     cold_start: {alone_s: 5.49, cores: 1.42, jitter: 0.15, member_load: 0.13}  # load: optional
@@ -22,11 +23,10 @@ calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives ea
     controller: {lead_extra_min_s: 0.1, lead_extra_max_s: 0.6, slip_s: 0.018,
                  slip_s_per_starting: 0.022, slip_s_per_member: 0.008}  # optional
 
-Optional keys, ``run_to_run`` and ``idle_poll_s`` default to what a file without them meant
-(constant engine time, starts slowed by others only, no CPU model, one machine speed in every
-draw, the controller's phase over its periods, no slip, a batch at once on the first records);
-the run's own inputs (per-record time, max batch, trigger interval, probe period, balancer)
-come from the Deployment (:func:`twin_params`).
+Optional keys default to what a file without them meant (constant engine time, starts slowed
+by others only, no CPU model, one machine speed in every draw, the controller's phase over its
+periods, no slip, a batch at once on the first records); the run's own inputs (per-record time,
+max batch, trigger interval, probe period, balancer) come from the Deployment (:func:`twin_params`).
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ class TwinParams:
             nothing starting, seconds.
         engine_s_per_member: seconds the fixed time grows per further member (CPU contention).
         engine_s_per_starting: seconds it grows per replica starting (a JVM start is CPU-bound).
+        engine_starting_delay_s: seconds after its ``replica_started`` from which a starting
+            replica counts in :attr:`engine_s_per_starting` (its first seconds load the
+            machine little: docs/twin.md); 0: from its start.
         engine_warmup_extra: a replica's warm-up (JIT): its k-th batch's engine time is x
             ``1 + engine_warmup_extra x exp(-(k - 1) / engine_warmup_batches)``; 0: none.
         engine_warmup_batches: the warm-up's decay, in batches (> 0).
@@ -130,6 +133,7 @@ class TwinParams:
     probe_period_s: float = 2.0
     engine_s_per_member: float = 0.0
     engine_s_per_starting: float = 0.0
+    engine_starting_delay_s: float = 0.0
     engine_warmup_extra: float = 0.0
     engine_warmup_batches: float = 1.0
     cold_start_member_load: float = 0.0
@@ -277,7 +281,7 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     engine, runs, machine = _header(doc, p)
     proc = _section(doc, "processing", ("per_batch_engine_s", "engine_s_per_member",
                                         "warmup_extra", "warmup_batches",
-                                        "engine_s_per_starting"), p)
+                                        "engine_s_per_starting", "starting_delay_s"), p)
     cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter", "member_load"), p)
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
                                      "round_s", "heartbeat_s", "idle_poll_s"), p)
@@ -296,6 +300,7 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         engine_s_per_member=_optional(proc, "engine_s_per_member", "processing", p, 60, "s"),
         engine_s_per_starting=_optional(proc, "engine_s_per_starting", "processing", p, 60,
                                         "s"),
+        engine_starting_delay_s=_optional(proc, "starting_delay_s", "processing", p, 600, "s"),
         engine_warmup_extra=_optional(proc, "warmup_extra", "processing", p, 100,
                                       "(extra fraction of the first batch)"),
         engine_warmup_batches=(_number(proc, "warmup_batches", "processing", p, 0, 1000,

@@ -223,12 +223,18 @@ class World:
             if replica.batch is not None:
                 replica.records_done += self._credit(replica.batch, t)
 
-    def load(self) -> tuple[int, int]:
+    def load(self, t_s: float | None = None) -> tuple[int, int]:
         """``(members, starting)``: replicas past their engine start and not gone, and replicas
-        whose engine is starting (the CPU load the contention model counts)."""
+        whose engine is starting (the CPU load the contention model counts); given ``t_s``
+        (seconds), only those started ``engine_starting_delay_s`` or more before it count as
+        starting (the engine's contention terms); without, every one (cold starts, the
+        controller's slip)."""
         members = sum(1 for r in self.replicas if r.phase in ("subscribing", "member")
                       or (r.phase == "stopping" and r.subscribe_at_s is not None))
-        starting = sum(1 for r in self.replicas if r.phase == "starting" and r.sigterm_s is None)
+        delay_s = self.params.engine_starting_delay_s
+        since_s = t_s - delay_s if t_s is not None and delay_s else math.inf
+        starting = sum(1 for r in self.replicas if r.phase == "starting" and r.sigterm_s is None
+                       and r.started_s <= since_s)
         return members, starting
 
     def _cold_starts(self, t: float) -> None:
@@ -357,7 +363,7 @@ class World:
         p = self.params
         # the load only matters through the contention terms (a cluster's are 0: skip the
         # O(replicas) count, the result is the same)
-        members, starting = (self.load() if p.engine_s_per_member or p.engine_s_per_starting
+        members, starting = (self.load(t) if p.engine_s_per_member or p.engine_s_per_starting
                              else (1, 0))
         replica.batches += 1
         engine_s = p.engine_s(max(1, members), starting, replica.batches)

@@ -20,6 +20,7 @@ from pytest_lagscale.calibration.calibrate import (
     engine_samples,
     fit_cold_start,
     fit_engine,
+    fit_starting_delay,
     render,
     run_dirs,
 )
@@ -284,3 +285,37 @@ def test_fit_warmup_recovers_a_replicas_warm_up_and_its_warm_engine_terms() -> N
     assert (extra, batches) == (pytest.approx(1.2, abs=0.051), 2.0)
     assert base == pytest.approx(0.3, abs=0.01) and per_member == pytest.approx(0.05, abs=0.003)
     assert fit_warmup(np.c_[warm, members, starting])[:2] == (0.0, 1.0)
+
+
+def test_fit_starting_delay_finds_when_a_starting_replica_begins_to_slow_batches(
+        tmp_path: Path) -> None:
+    """A member's back-to-back batches whose engine time is 0.3 s + 0.25 s per replica started
+    3 s or more before the batch (a replica starts every 7 s and starts for 30 s): the grid
+    finds 3 s and the term; counted from the start instead, the starters explain less."""
+    import dataclasses
+
+    from pytest_lagscale.calibration.calibrate import MIN_BATCHES
+
+    facts = read_run(make_run(tmp_path))
+    lives = {"m": {"replica_started": T0 - 60.0, "engine_ready": T0 - 50.0}}
+    lives.update({f"s{i}": {"replica_started": T0 + 7.0 * i, "engine_ready": T0 + 7.0 * i + 30.0}
+                  for i in range(40)})
+    facts = dataclasses.replace(facts, lifecycles=lives)
+    rng = np.random.default_rng(5)
+    rows, start = [], T0 + 1.0
+    while start < T0 + 280.0:
+        aged = facts.counts_at(start, exclude="m", starting_delay_s=3.0)[1]
+        cycle = 5.0 + 0.3 + 0.25 * aged + float(rng.normal(0, 0.005))
+        rows.append(("m", 2000, start, start + 0.1, start + cycle - 0.05, start + cycle))
+        start += cycle
+    assert len(rows) > MIN_BATCHES
+    batches = pd.DataFrame(rows, columns=["replica_id", "records", "start_s", "write_start_s",
+                                          "write_end_s", "next_start_s"])
+    facts = dataclasses.replace(facts, batches=batches)
+    delay_s, per_run, (extra, _batches, (base, per_member, per_starting)) = \
+        fit_starting_delay([facts])
+    assert delay_s == 3.0 and extra == 0.0
+    assert (base, per_starting) == (pytest.approx(0.3, abs=0.01), pytest.approx(0.25, abs=0.01))
+    assert per_run[0][:, 2].tolist() == engine_samples(facts, 3.0)[:, 2].tolist()
+    assert facts.counts_at(T0 + 8.0, starting_delay_s=3.0)[1] == 1  # s0 (8 s), not s1 (1 s)
+    assert facts.counts_at(T0 + 8.0)[1] == 2

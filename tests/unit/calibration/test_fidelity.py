@@ -120,6 +120,23 @@ def test_a_golden_spike_run_is_predicted_and_compared() -> None:
     assert set(result.as_dict()["figures"]) == {f.name for f in result.figures}
 
 
+def test_predict_runs_gives_the_same_results_on_two_processes_in_order() -> None:
+    """Each run in its place, an unsupported one as its Unsupported with every problem line;
+    two processes give what one does (but for the time taken), and leave no process behind
+    (the autouse leak check)."""
+    from dataclasses import replace
+
+    from pytest_lagscale.calibration.fidelity import predict_runs
+
+    runs = [_golden("spike-ci"), _golden("spike-ci-hpa-cpu-ci"), _golden("spike-ci")]
+    one = predict_runs(runs, workers=1, draws=2, seed=4)
+    two = predict_runs(runs, workers=2, draws=2, seed=4)
+    assert isinstance(one[1], Unsupported) and isinstance(two[1], Unsupported)
+    assert two[1].problems == one[1].problems and "scales on CPU" in str(two[1])
+    assert [replace(r, seconds=0.0) for r in (one[0], one[2], two[0], two[2])] == \
+        [replace(predict_run(runs[0], draws=2, seed=4), seconds=0.0)] * 4
+
+
 def test_unsupported_inputs_are_named(tmp_path: Path) -> None:
     with pytest.raises(Unsupported, match="scales on CPU"):
         predict_run(_golden("spike-ci-hpa-cpu-ci"), draws=1)

@@ -28,6 +28,24 @@ def test_engine_time_grows_with_members_and_starting_replicas(spike_plan) -> Non
     assert params.batch_s(2000, 8, 0) == pytest.approx(0.55 + 5.0)
 
 
+def test_a_starting_replica_slows_batches_only_after_its_starting_delay(spike_plan) -> None:
+    """load(t) counts a replica starting since 1 s as starting only without a delay, one
+    starting since 5 s either way; load() (cold starts, the controller) counts both."""
+    from .conftest import one_member_world
+    from pytest_lagscale.twin.world import Replica
+
+    def starting_at(delay_s: float) -> tuple[int, int, int]:
+        params = with_changes(params_for(spike_plan), engine_starting_delay_s=delay_s)
+        world, _ = one_member_world(params, [0, 0])
+        for rid, started_s in (("young", 9.0), ("old", 5.0)):
+            world.replicas.append(Replica(rid=rid, ordinal=1, started_s=started_s, work_s=5.0,
+                                          probe_phase_s=0.0, phase="starting"))
+        return world.load(10.0)[1], world.load()[1], world.load(10.0)[0]
+
+    assert starting_at(0.0) == (2, 2, 1)
+    assert starting_at(3.5) == (1, 2, 1)
+
+
 def test_a_replicas_first_batches_take_the_warm_up(spike_plan) -> None:
     """The k-th batch's engine time x (1 + extra x exp(-(k - 1) / batches)); warm: x 1."""
     import math

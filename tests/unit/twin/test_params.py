@@ -176,6 +176,18 @@ def test_the_warm_up_and_the_probe_error_are_read_and_checked() -> None:
     assert "'run_to_run.probe_sd': got 3, expected a number in [0, 2]" in text
 
 
+def test_the_starting_delay_is_read_and_checked() -> None:
+    doc = _doc()
+    assert parse_calibration(doc, source="cal.yaml")["engine_starting_delay_s"] == 3.5
+    del doc["processing"]["starting_delay_s"]
+    assert parse_calibration(doc, source="cal.yaml")["engine_starting_delay_s"] == 0.0
+    doc["processing"]["starting_delay_s"] = -1
+    with pytest.raises(ConfigError) as info:
+        parse_calibration(doc, source="cal.yaml")
+    assert ("'processing.starting_delay_s': got -1, expected a number in [0, 600] s"
+            in "\n".join(info.value.problems))
+
+
 def test_the_controller_section_is_read_and_checked() -> None:
     doc = _doc()
     doc.pop("controller", None)
