@@ -62,8 +62,9 @@ def render(fidelity: Any) -> list[Any]:
     scale = (f", cold starts x{fidelity.cold_start_scale:g}"
              if fidelity.cold_start_scale is not None else "")
     if fidelity.probe_alone_s is not None:
-        scale += f", machine probe: alone start {fidelity.probe_alone_s:g} s"
-    figures = Table(title=f"{fidelity.label}: real vs twin ({fidelity.draws} draws{scale})")
+        scale += f", machine probe: alone start {fidelity.probe_alone_s:.2f} s"
+    title = f"{fidelity.label}: real vs twin ({fidelity.draws} draws{scale})"
+    figures = Table(title=title, min_width=len(title))  # the title on one line
     for column in ("figure", "measured", "twin median", "twin 5-95 %", "error", "in band",
                    "stated band"):
         figures.add_column(column, justify="left" if column == "figure" else "right")
@@ -71,10 +72,13 @@ def render(fidelity: Any) -> list[Any]:
         band = STATED_BAND.get(f.name)
         held = "-" if f.error is None or band is None else (
             "yes" if abs(f.error) <= band else "[bold red]no[/]")
+        stated = "-" if band is None else (f"+-{band:g}" if f.name == "scale_steps"
+                                           else f"+-{band * 100:g} %")
         figures.add_row(f.name, _fmt(f.measured, f.name), _fmt(f.median, f.name),
-                        f"{_fmt(f.p5, f.name)} - {_fmt(f.p95, f.name)}", _error(f),
+                        "-" if f.p5 is None or f.p95 is None
+                        else f"{_fmt(f.p5, f.name)} - {_fmt(f.p95, f.name)}", _error(f),
                         "-" if f.in_band is None else "yes" if f.in_band else "no",
-                        f"{'-' if band is None else f'{band:g}'} {held}")
+                        "-" if f.error is None else f"{stated} {held}")
     spans = Table(title="event-level spans, seconds (real vs twin)")
     for column in ("span", "real median", "twin median", "KS", "real n", "twin n"):
         spans.add_column(column, justify="left" if column == "span" else "right")

@@ -5,6 +5,7 @@ calibration's machine that the calibration did not see) predicted within the sta
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -29,6 +30,11 @@ def test_a_held_out_run_is_predicted_within_the_stated_band() -> None:
     assert "spike-ci: real vs twin (5 draws)" in result.output
     assert "peak_lag_records" in result.output and "revoke_to_assigned_s" in result.output
     assert "1 run(s) predicted within the twin's stated band" in result.output
+    assert "+-30 % yes" in result.output and "+-6 " in result.output  # reaction, steps
+    probed = _predict(SPIKE, "--draws", "2", "--machine-probe")
+    assert probed.exit_code == 0, probed.output
+    assert re.search(r"spike-ci: real vs twin \(2 draws, machine probe: alone start \d+\.\d\d s\)",
+                     probed.output)  # on one line
 
 
 def test_a_run_three_times_slower_than_the_twin_is_outside_the_band(tmp_path: Path) -> None:
