@@ -366,10 +366,21 @@ def predict_runs(runs: Sequence[str | Path], *, workers: int = 1, **options: Any
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
-                                 mp_context=multiprocessing.get_context("fork")) as pool:
+                                 mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_default_signals) as pool:
             outcomes = list(pool.map(_predict_one, jobs))
     return [result if problems is None else Unsupported(problems)
             for result, problems in outcomes]
+
+
+def _default_signals() -> None:
+    """A forked worker does not run its parent's handlers (a harness's clean-up of what it
+    manages): Ctrl-C interrupts it, SIGTERM and SIGHUP end it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _predict_one(job: tuple[Path, dict[str, Any]]) -> tuple[Fidelity | None, list[str] | None]:

@@ -337,3 +337,23 @@ def test_the_machine_probe_is_a_known_machine_factor(tmp_path: Path) -> None:
                          params=replace(params, run_engine_on_cold_start=1.0))
     assert (sloped.figure("replica_seconds").median
             > probed.figure("replica_seconds").median)
+
+
+def test_a_prediction_worker_does_not_run_its_parents_signal_handlers() -> None:
+    """The pool's initializer: SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP end it (a
+    harness's clean-up handlers stay in the harness)."""
+    import signal
+
+    from pytest_lagscale.calibration.fidelity import _default_signals
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for sig in saved:
+            signal.signal(sig, lambda *_: None)
+        _default_signals()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
