@@ -124,6 +124,17 @@ WARMUP_EXTRA_GRID = np.round(np.arange(0.0, 3.0001, 0.05), 2)
 WARMUP_BATCHES_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
 
 
+def _predicted_s(samples: np.ndarray, w: np.ndarray, fit: tuple[float, float, float]
+                 ) -> np.ndarray:
+    """Each sample's engine time under ``fit`` and its warm-up factor ``w``."""
+    return w * (fit[0] + fit[1] * samples[:, 1] + fit[2] * samples[:, 2])
+
+
+def _squared_error(samples: np.ndarray, w: np.ndarray, fit: tuple[float, float, float]
+                   ) -> float:
+    return float(np.sum((samples[:, 0] - _predicted_s(samples, w, fit)) ** 2))
+
+
 def fit_warmup(samples: np.ndarray) -> tuple[float, float, tuple[float, float, float]]:
     """``(extra, batches, (base_s, per_member_s, per_starting_s))``: the replica's warm-up
     (its k-th batch's engine time x ``1 + extra x exp(-(k - 1) / batches)``: a fresh JVM's
@@ -138,17 +149,12 @@ def fit_warmup(samples: np.ndarray) -> tuple[float, float, tuple[float, float, f
     plain = fit_engine(samples)
     if samples.shape[1] < 4 or len(samples) < MIN_BATCHES:
         return 0.0, 1.0, plain
-    y, x1, x2 = samples[:, 0], samples[:, 1], samples[:, 2]
-
-    def sse(fit: tuple[float, float, float], w: np.ndarray) -> float:
-        return float(np.sum((y - w * (fit[0] + fit[1] * x1 + fit[2] * x2)) ** 2))
-
-    best = (sse(plain, np.ones(len(y))), 0.0, 1.0, plain)
+    best = (_squared_error(samples, np.ones(len(samples)), plain), 0.0, 1.0, plain)
     for batches in WARMUP_BATCHES_GRID:
         for extra in WARMUP_EXTRA_GRID[1:]:
             w = warmup_factors(samples, float(extra), batches)
             fit = fit_engine(samples, w)
-            err = sse(fit, w)
+            err = _squared_error(samples, w, fit)
             if err < best[0] - 1e-12:
                 best = (err, float(extra), float(batches), fit)
     return best[1], best[2], best[3]
@@ -170,19 +176,20 @@ def fit_starting_delay(runs: Sequence[RunFacts]
     Raises:
         ConfigError: no samples at all (:func:`fit_engine`).
     """
-    best: tuple[float, float, list[np.ndarray], Any] | None = None
-    for delay_s in STARTING_DELAY_GRID:
-        per_run = [engine_samples(f, float(delay_s)) for f in runs]
+    def at(delay_s: float) -> tuple[float, float, list[np.ndarray], Any]:
+        per_run = [engine_samples(f, delay_s) for f in runs]
         samples = np.concatenate(per_run)
         extra, batches, fit = fit_warmup(samples)
-        if len(samples) < MIN_BATCHES:
-            return float(delay_s), per_run, (extra, batches, fit)
-        w = warmup_factors(samples, extra, batches)
-        err = float(np.sum((samples[:, 0] - w * (fit[0] + fit[1] * samples[:, 1]
-                                                 + fit[2] * samples[:, 2])) ** 2))
-        if best is None or err < best[0] - 1e-9:
-            best = (err, float(delay_s), per_run, (extra, batches, fit))
-    assert best is not None
+        err = _squared_error(samples, warmup_factors(samples, extra, batches), fit)
+        return err, delay_s, per_run, (extra, batches, fit)
+
+    best = at(0.0)
+    if len(np.concatenate(best[2])) < MIN_BATCHES:
+        return best[1], best[2], best[3]
+    for delay_s in STARTING_DELAY_GRID[1:]:
+        fitted = at(float(delay_s))
+        if fitted[0] < best[0] - 1e-9:
+            best = fitted
     return best[1], best[2], best[3]
 
 
@@ -282,13 +289,11 @@ def run_to_run(cold_logs: Sequence[np.ndarray], engine: Sequence[np.ndarray],
         fit: the pooled :func:`fit_engine` result.
         warmup: the pooled :func:`fit_warmup` ``(extra, batches)``.
     """
-    base, per_member, per_starting = fit
     pairs, within = [], []
     for logs, rows in zip(cold_logs, engine):
         if len(logs) < MIN_RUN_STARTS or len(rows) < MIN_RUN_BATCHES:
             continue
-        predicted = float(np.mean(warmup_factors(rows, *warmup)
-                                  * (base + per_member * rows[:, 1] + per_starting * rows[:, 2])))
+        predicted = float(np.mean(_predicted_s(rows, warmup_factors(rows, *warmup), fit)))
         observed = float(np.mean(rows[:, 0]))
         if predicted <= 0 or observed <= 0:
             continue

@@ -291,7 +291,7 @@ def test_fit_starting_delay_finds_when_a_starting_replica_begins_to_slow_batches
         tmp_path: Path) -> None:
     """A member's back-to-back batches whose engine time is 0.3 s + 0.25 s per replica started
     3 s or more before the batch (a replica starts every 7 s and starts for 30 s): the grid
-    finds 3 s and the term; counted from the start instead, the starters explain less."""
+    finds 3 s, the terms and the samples counted with it."""
     import dataclasses
 
     from pytest_lagscale.calibration.calibrate import MIN_BATCHES
