@@ -169,11 +169,18 @@ def metric_baseline(name: str, values: Sequence[float | None], direction: str,
     return median, tolerance, spread
 
 
+def _given(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """``inputs`` with the run settings left at None dropped: a setting not given on a run is
+    the same setup as a run recorded before that option existed (its document has no key)."""
+    settings = {k: v for k, v in (inputs.get("settings") or {}).items() if v is not None}
+    return {**inputs, "settings": settings} if "settings" in inputs else dict(inputs)
+
+
 def _same_inputs(label: str, docs: Sequence[Mapping[str, Any]]) -> None:
-    first = docs[0]["inputs"]
+    first = _given(docs[0]["inputs"])
     for doc in docs[1:]:
-        diff = sorted(k for k in set(first) | set(doc["inputs"])
-                      if first.get(k) != doc["inputs"].get(k))
+        other = _given(doc["inputs"])
+        diff = sorted(k for k in set(first) | set(other) if first.get(k) != other.get(k))
         if diff:
             raise ConfigError(f"{label}: the samples' inputs differ in {diff!r}; a baseline "
                               "holds runs of one setup (same profile, policy, versions, broker)")

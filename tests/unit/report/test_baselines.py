@@ -168,6 +168,19 @@ def test_samples_with_different_inputs_are_refused() -> None:
         derive_baseline("spike-ci", [(SPIKE, doc), (SPIKE, other)])
 
 
+def test_a_setting_not_given_matches_a_run_recorded_before_the_option_existed() -> None:
+    doc = benchjson.load(SPIKE)
+    older, newer = copy.deepcopy(doc), copy.deepcopy(doc)
+    older["inputs"]["settings"] = {"profile": "spike"}
+    newer["inputs"]["settings"] = {"profile": "spike", "group_type": None}
+    base = derive_baseline("spike-ci", [(SPIKE, older), (SPIKE, newer)])
+    assert base["baseline"]["spread"]["peak_lag_records"]["n"] == 2
+    newer["inputs"]["settings"]["group_type"] = "share"
+    with pytest.raises(ConfigError, match=r"spike-ci: the samples' inputs differ in "
+                                          r"\['settings'\]"):
+        derive_baseline("spike-ci", [(SPIKE, older), (SPIKE, newer)])
+
+
 def test_catches_doubling_by_direction() -> None:
     assert catches_doubling({"value": 1.0, "direction": LOWER, "tolerance": 0.9})
     assert not catches_doubling({"value": 1.0, "direction": LOWER, "tolerance": 1.0})
