@@ -353,34 +353,16 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
 def predict_runs(runs: Sequence[str | Path], *, workers: int = 1, **options: Any
                  ) -> list[Fidelity | Unsupported]:
     """:func:`predict_run` of each run with the keyword ``options``, in the order given, on up
-    to ``workers`` processes (forked, and joined before this returns: a spawned pool would
-    leave multiprocessing's resource tracker running; each run is seeded on its own, so the
-    results are the same on any number of them but for ``seconds``); a run the twin does not
+    to ``workers`` forked processes (:func:`.processes.fork_map`; each run is seeded on its
+    own, so the results are the same on any number of them but for ``seconds``); a run the
+    twin does not
     model gives its :class:`Unsupported` in its place. Any other error propagates.
     """
-    jobs = [(Path(run), options) for run in runs]
-    if workers <= 1 or len(jobs) <= 1:
-        outcomes = [_predict_one(job) for job in jobs]
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    from .processes import fork_map
 
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
-                                 mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_default_signals) as pool:
-            outcomes = list(pool.map(_predict_one, jobs))
+    outcomes = fork_map(_predict_one, [(Path(run), options) for run in runs], workers)
     return [result if problems is None else Unsupported(problems)
             for result, problems in outcomes]
-
-
-def _default_signals() -> None:
-    """A forked worker does not run its parent's handlers (a harness's clean-up of what it
-    manages): Ctrl-C interrupts it, SIGTERM and SIGHUP end it."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def _predict_one(job: tuple[Path, dict[str, Any]]) -> tuple[Fidelity | None, list[str] | None]:

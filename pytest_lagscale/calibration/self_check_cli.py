@@ -4,7 +4,7 @@
 
     lagscale twin self-check RUN_DIR... [--pairs 40] [--draws 30] [--seed 0]
                                         [--truth-seed 7] [--no-machine-probe]
-                                        [--runs-per-set 1]
+                                        [--runs-per-set 1] [--workers N]
 
 Give the runs one fidelity benchmark judges together (a CI gate's spike-ci and bursty-ci
 hysteresis runs): their plans are simulated ``--pairs`` times as "real" runs and each set is
@@ -20,6 +20,7 @@ does not model, an option out of range), one ``error:`` line per problem, nothin
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import List
 
@@ -49,6 +50,10 @@ def self_check_command(
         1, "--runs-per-set", metavar="K",
         help="Real runs of each RUN_DIR assessed together per set (the median error over K "
              "runs of a label), in [1, 100]. Default: 1 (one CI gate)"),
+    workers: int = typer.Option(
+        min(4, os.cpu_count() or 1), "--workers", metavar="N",
+        help="Processes the sets run on, in [1, 64]; the shares do not depend on it. "
+             "Default: the cores, at most 4", show_default=False),
 ) -> None:
     """How often a twin that is exactly right meets the fidelity targets on these runs."""
     from rich.console import Console
@@ -59,12 +64,13 @@ def self_check_command(
     problems = [f"RUN_DIR: {str(run)!r} does not exist" for run in runs if not run.exists()]
     problems += [f"--{line.replace('_', '-')}" for line in
                  option_problems(pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed,
-                                 runs_per_set=runs_per_set)]
+                                 runs_per_set=runs_per_set, workers=workers)]
     if problems:
         raise fail_usage(ConfigError(problems))
     try:
         result = self_check(runs, pairs=pairs, draws=draws, seed=seed, truth_seed=truth_seed,
-                            machine_probe=machine_probe, runs_per_set=runs_per_set)
+                            machine_probe=machine_probe, runs_per_set=runs_per_set,
+                            workers=workers)
     except ConfigError as exc:   # Unsupported included: it names the input
         raise fail_usage(exc) from None
     table = Table(title=f"The twin as its own truth: {result.pairs} sets x "

@@ -344,13 +344,13 @@ def test_a_prediction_worker_does_not_run_its_parents_signal_handlers() -> None:
     harness's clean-up handlers stay in the harness)."""
     import signal
 
-    from pytest_lagscale.calibration.fidelity import _default_signals
+    from pytest_lagscale.calibration.processes import default_signals
 
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         for sig in saved:
             signal.signal(sig, lambda *_: None)
-        _default_signals()
+        default_signals()
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL

@@ -58,11 +58,21 @@ def test_a_set_of_k_runs_per_label_is_assessed_together() -> None:
     assert pooled.runs_per_set == 2 and pooled.as_dict()["runs_per_set"] == 2
 
 
+def test_two_processes_give_the_shares_one_gives() -> None:
+    """Each set's truth draws and predictions are seeded on their own: the shares do not depend
+    on the workers (and the autouse leak check sees no worker left)."""
+    one = self_check([SPIKE], pairs=3, draws=2, runs_per_set=2, workers=1)
+    two = self_check([SPIKE], pairs=3, draws=2, runs_per_set=2, workers=2)
+    assert two == one and len(one.per_assertion) > 5
+
+
 def test_bad_options_are_named_with_their_range() -> None:
-    problems = option_problems(pairs=0, draws=1001, seed=3, truth_seed=3, runs_per_set=0)
+    problems = option_problems(pairs=0, draws=1001, seed=3, truth_seed=3, runs_per_set=0,
+                               workers=0)
     assert problems == ["pairs: got 0, expected an integer in [1, 1000]",
                         "draws: got 1001, expected an integer in [1, 1000]",
                         "runs_per_set: got 0, expected an integer in [1, 100]",
+                        "workers: got 0, expected an integer in [1, 64]",
                         "truth_seed: got 3, the predictions' seed; the real draws must not be "
                         "among the predicted ones: give another seed"]
     with pytest.raises(ConfigError) as info:
