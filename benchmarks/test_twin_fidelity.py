@@ -55,8 +55,8 @@ instead of 17 s (it happened in 2 of 5 spike-ci runs: CI of 2026-11-23, reaction
 the twin's 27.5 s, and set 3 on this machine, 40.1 s; given its cold starts the twin predicts
 that one at 40.6 s): its errors past the band are recorded and xfail.
 
-Cost: 30 draws of a ci run take 2-5 s (the twin runs ~2,700x real time); the 18 held-out
-runs about 136 s with both predictions on two processes, the CI gate's 2 more about 15 s.
+Cost: 100 draws of a ci run take 10-13 s (the twin runs ~2,700x real time); the 18 held-out
+runs, 100 draws and 30 given their cold starts, about 4 minutes on two processes.
 """
 
 from __future__ import annotations
@@ -89,12 +89,13 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
-#: gives every number). Over the committed held-out pairs (18 runs) the committed calibration
-#: (with the runner's controller timing, the within-run contention, the idle replica's poll
-#: slice and the starting delay) meets every figure target by the median (spike-ci reaction
-#: 5.6 %, peak 7.2 %, drain 3.3 %, replica-seconds 3.0 %; bursty-ci hysteresis peak 1.8 %,
-#: replica-seconds 1.3 %) and the peak lag band target (15 of 18 runs), and misses two band
-#: targets (drain 6 of 9 runs in the 5-95 % band, replica-seconds 11 of 18, against 80 %).
+#: gives every number). Over the committed held-out pairs (18 runs, 100 draws) the committed
+#: calibration (with the runner's controller timing, the within-run contention, the idle
+#: replica's poll slice and the starting delay) meets every figure target by the median
+#: (spike-ci reaction 9.0 %, peak 5.1 %, drain 3.3 %, replica-seconds 2.8 %; bursty-ci
+#: hysteresis peak 1.9 %, replica-seconds 1.1 %) and the reaction and peak lag band targets (8
+#: of 9 runs, 17 of 18), and misses two band targets (drain 7 of 9 runs in the 5-95 % band,
+#: replica-seconds 14 of 18, against 80 %).
 #: The per-label entries of the other labels are the
 #: misses of the first calibration (2026-11-23) on an acceptance session's runs; those labels
 #: are in the committed calibration's own set, so no held-out run has tested them since.
