@@ -2,7 +2,7 @@
 
 Runs after the experiments (pytest runs ``benchmarks/`` files in name order; ``test_twin_*``
 sorts after ``test_exp*``). Every ci-scale run of the session that the twin models, and every
-committed held-out run (``tests/fixtures/heldout/*``: nine pairs of CI-gate runs of the
+committed held-out run (``tests/fixtures/heldout/*``: twelve pairs of CI-gate runs of the
 calibration's machine that the calibration did not see, with their event logs), is predicted
 again with :data:`DRAWS` draws of the committed calibration
 (``pytest_lagscale/data/twin/spark.yaml``,
@@ -26,7 +26,7 @@ Targets (``fidelity.TARGETS``, ``fidelity.assess``): per label, the median over 
 runs of |error of the draws' median| <= 15 % for reaction time, peak lag and drain time, <= 10 %
 for replica-seconds, scale steps within +-2 (each run's own signed error in ``per_run``); the
 measured value inside the 5-95 % band in >= 80 % of the runs (per figure, over all). A CI gate's
-spike-ci and bursty-ci runs are judged with the nine committed pairs: ten runs per label, so one
+spike-ci and bursty-ci runs are judged with the twelve committed pairs: 13 runs per label, so one
 gate's run moves a median by at most one rank (docs/twin.md "Fidelity": one run's error carries
 its own draw of the machine: with six pairs, the twin as its own truth met every figure target
 of the seven-run median in 70 % of the sets, every band target in 30 %). Every figure and
@@ -55,8 +55,8 @@ instead of 17 s (it happened in 2 of 5 spike-ci runs: CI of 2026-11-23, reaction
 the twin's 27.5 s, and set 3 on this machine, 40.1 s; given its cold starts the twin predicts
 that one at 40.6 s): its errors past the band are recorded and xfail.
 
-Cost: 100 draws of a ci run take 10-13 s (the twin runs ~2,700x real time); the 18 held-out
-runs, 100 draws and 30 given their cold starts, about 4 minutes on two processes.
+Cost: 100 draws of a ci run take 10-13 s (the twin runs ~2,700x real time); the 24 held-out
+runs, 100 draws and 30 given their cold starts, about 5 minutes on two processes.
 """
 
 from __future__ import annotations
@@ -89,13 +89,13 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
-#: gives every number). Over the committed held-out pairs (18 runs, 100 draws) the committed
+#: gives every number). Over the committed held-out pairs (24 runs, 100 draws) the committed
 #: calibration (with the runner's controller timing, the within-run contention, the idle
 #: replica's poll slice and the starting delay) meets every figure target by the median
-#: (spike-ci reaction 9.0 %, peak 5.1 %, drain 3.3 %, replica-seconds 2.8 %; bursty-ci
-#: hysteresis peak 1.9 %, replica-seconds 1.1 %) and the reaction and peak lag band targets (8
-#: of 9 runs, 17 of 18), and misses two band targets (drain 7 of 9 runs in the 5-95 % band,
-#: replica-seconds 14 of 18, against 80 %).
+#: (spike-ci reaction 9.4 %, peak 5.8 %, drain 3.3 %, replica-seconds 2.6 %; bursty-ci
+#: hysteresis peak 2.2 %, replica-seconds 1.1 %) and the reaction, peak lag and drain band
+#: targets (11 of 12 runs, 22 of 24, 10 of 12), and misses one band target (replica-seconds 19
+#: of 24 runs in the 5-95 % band, 79 %, against 80 %).
 #: The per-label entries of the other labels are the
 #: misses of the first calibration (2026-11-23) on an acceptance session's runs; those labels
 #: are in the committed calibration's own set, so no held-out run has tested them since.
