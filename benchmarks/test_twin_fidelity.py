@@ -61,7 +61,6 @@ runs, 100 draws and 30 given their cold starts, about 5 minutes on two processes
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -70,6 +69,7 @@ import pytest
 
 from pytest_lagscale.plugin import _SESSION_KEY
 from pytest_lagscale.calibration.fidelity import Unsupported, assess, beyond_band, predict_runs
+from pytest_lagscale.calibration.processes import default_workers
 from pytest_lagscale.twin.params import ENGINES, calibration_path, load_calibration
 
 pytestmark = [pytest.mark.benchmark(group="twin")]
@@ -85,7 +85,7 @@ DRAWS = 100
 DRAWS_GIVEN = 30
 SEED = 0
 #: Processes the predictions run on: the machine's cores (2 here), at most 4.
-WORKERS = max(1, min(4, os.cpu_count() or 1))
+WORKERS = default_workers()
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"

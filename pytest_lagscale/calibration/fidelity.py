@@ -355,8 +355,8 @@ def predict_runs(runs: Sequence[str | Path], *, workers: int = 1, **options: Any
     """:func:`predict_run` of each run with the keyword ``options``, in the order given, on up
     to ``workers`` forked processes (:func:`.processes.fork_map`; each run is seeded on its
     own, so the results are the same on any number of them but for ``seconds``); a run the
-    twin does not
-    model gives its :class:`Unsupported` in its place. Any other error propagates.
+    twin does not model gives its :class:`Unsupported` in its place. Any other error
+    propagates.
     """
     from .processes import fork_map
 

@@ -12,6 +12,7 @@ parent built before the call (caches included), so a job can be a key into it.
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence, TypeVar
 
 J = TypeVar("J")
@@ -34,6 +35,11 @@ def fork_map(function: Callable[[J], R], jobs: Sequence[J], workers: int = 1) ->
         return list(pool.map(function, jobs))
 
 
+def default_workers() -> int:
+    """The machine's cores, at most 4 (at least 1): the default number of workers."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def default_signals() -> None:
     """A forked worker does not run its parent's handlers (a harness's clean-up of what it
     manages): Ctrl-C interrupts it, SIGTERM and SIGHUP end it."""
@@ -44,4 +50,4 @@ def default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-__all__ = ["default_signals", "fork_map"]
+__all__ = ["default_signals", "default_workers", "fork_map"]

@@ -20,7 +20,6 @@ does not model, an option out of range), one ``error:`` line per problem, nothin
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import List
 
@@ -28,6 +27,7 @@ import typer
 
 from ..cli_usage import fail_usage
 from ..contract.errors import ConfigError
+from .processes import default_workers
 
 
 def self_check_command(
@@ -51,7 +51,7 @@ def self_check_command(
         help="Real runs of each RUN_DIR assessed together per set (the median error over K "
              "runs of a label), in [1, 100]. Default: 1 (one CI gate)"),
     workers: int = typer.Option(
-        min(4, os.cpu_count() or 1), "--workers", metavar="N",
+        default_workers(), "--workers", metavar="N",
         help="Processes the sets run on, in [1, 64]; the shares do not depend on it. "
              "Default: the cores, at most 4", show_default=False),
 ) -> None:
