@@ -8,12 +8,14 @@ boundary (:meth:`boundary`), never inside a batch.
   at its batch boundary and revokes *all* its partitions there (stop the world); the round ends
   ``round_s`` after the last member rejoined, and every member is assigned its new partitions.
 * **cooperative** (``cooperative-sticky``): rounds too, but members keep their partitions and
-  rejoin in the background (librdkafka's thread: no batch boundary is waited for; the real
-  runs' new members join 0.4-1 s after subscribing while the others are mid-batch), so a round
-  ends ``round_s`` after its last change; at the round's end unowned partitions go to their
-  target owner at once and the members owning a partition that moves revoke only that
-  partition at their next boundary, which starts a second round that hands the revoked
-  partitions over. Only moved partitions pause.
+  rejoin in the background (librdkafka's thread), so a round ends ``round_s`` after its last
+  change; except a member with a rebalance callback not yet served (a revocation, or partitions
+  assigned while it was mid-batch: callbacks run inside ``consume()``, between batches), which
+  rejoins only at its next boundary (librdkafka 2.x ``src/rdkafka_cgrp.c``: no rejoin in the
+  join states wait-assign-call / wait-unassign-call). At the round's end unowned partitions go
+  to their target owner (a busy one takes them at its next boundary) and the members owning a
+  partition that moves revoke only that partition at their next boundary, which starts a second
+  round that hands the revoked partitions over. Only moved partitions pause.
 * **consumer** (KIP-848): no rounds. The broker computes the target at once; every member
   heartbeats every ``heartbeat_s`` (its own phase); at a heartbeat it learns partitions to
   revoke (revoked at its next boundary) and gets free partitions of its target (assigned at its
@@ -83,8 +85,10 @@ class ClassicGroup(_Base):
         if self.round_members is None:
             self.round_members = list(self.members)
             self.done_at = None
-            if not self.cooperative:  # cooperative members rejoin in the background
-                for r in self.members:
+            for r in self.members:
+                # cooperative members rejoin in the background, unless a callback of theirs is
+                # not served yet: then at their next batch boundary, like every eager member
+                if not self.cooperative or r.pending_revoke or r.pending_assign:
                     r.rejoin = True
                     self.waiting.add(r)
 
@@ -104,12 +108,17 @@ class ClassicGroup(_Base):
         if self.round_members is not None and replica in self.round_members:
             self.round_members.remove(replica)
         self.waiting.discard(replica)
+        replica.pending_assign = []
         if self.members or self.round_members:
             self._start_round(t)
             self._check(t)
 
     def boundary(self, replica: Replica, t: float) -> None:
-        """``replica`` is between batches at ``t``: revoke what it must, rejoin a round."""
+        """``replica`` is between batches at ``t``: take what it was assigned, revoke what it
+        must, rejoin a round."""
+        if replica.pending_assign:
+            assign, replica.pending_assign = replica.pending_assign, []
+            self._assign(replica, assign, t)
         if replica.pending_revoke:
             revoke, replica.pending_revoke = sorted(replica.pending_revoke), set()
             self._revoke(replica, revoke, t)
@@ -145,6 +154,9 @@ class ClassicGroup(_Base):
             if self.cooperative:
                 add = [q for q in mine if self.world.owner[q] is None]
                 r.pending_revoke |= set(r.owned) - set(mine)
+                if r.busy and add:  # its assign callback waits for its next poll
+                    r.pending_assign = add
+                    continue
             else:
                 add = mine
             self._assign(r, add, t)

@@ -93,6 +93,7 @@ class Replica:
     waiting_s: float | None = None
     idle_since_s: float | None = None
     pending_revoke: set[int] = field(default_factory=set)
+    pending_assign: list[int] = field(default_factory=list)
     rejoin: bool = False
     sigterm_s: float | None = None
     leave_s: float | None = None

@@ -54,3 +54,58 @@ def test_kip848_joins_at_the_heartbeat_and_moves_only_some_partitions() -> None:
                for p in f["partitions"]}
     assert 0 < len(revoked) < 8
     assert run.processed == run.produced
+
+
+def _cooperative_group(partitions: int):
+    """A ClassicGroup of the cooperative protocol over a bare world (round_s 0.5 s)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from pytest_lagscale.twin.group import ClassicGroup
+    from pytest_lagscale.twin.world import EventSink
+
+    params = SimpleNamespace(protocol="cooperative", round_s={"cooperative": 0.5},
+                             balancer="cooperative-sticky", first_fetch_s=1.0)
+    world = SimpleNamespace(params=params, partitions=partitions, owner=[None] * partitions,
+                            position=np.zeros(partitions, dtype=np.int64),
+                            committed=np.zeros(partitions, dtype=np.int64), events=EventSink())
+    return ClassicGroup(world), world
+
+
+def _member(rid: str):
+    from pytest_lagscale.twin.world import Replica
+
+    return Replica(rid=rid, ordinal=0, started_s=0.0, work_s=0.0, probe_phase_s=0.0,
+                   phase="member")
+
+
+def test_cooperative_assignment_reaches_a_busy_member_at_its_next_poll() -> None:
+    """A member mid-batch when a cooperative round ends gets its new partitions at its next
+    batch boundary (the assign callback runs inside ``consume()``), and a round started before
+    then waits for it; an idle member is assigned at once."""
+    group, world = _cooperative_group(4)
+    a, b, c = _member("a"), _member("b"), _member("c")
+    busy = object()
+    group.join(a, 0.0)
+    group.tick(0.5)
+    assert sorted(a.owned) == [0, 1, 2, 3] and a.joined  # idle: assigned at once
+    a.batch = busy
+    group.join(b, 1.0)
+    group.tick(1.5)  # a keeps consuming: no callback pending, it rejoined in the background
+    moved = sorted(a.pending_revoke)
+    assert len(moved) == 2 and b.joined and not b.owned
+    a.batch = None
+    group.boundary(a, 2.0)  # a revokes them at its boundary: a second round
+    b.batch = busy  # b is mid-batch (of nothing) when that round ends
+    group.tick(2.5)
+    assert b.pending_assign == moved and not b.owned and world.owner[moved[0]] is None
+    group.join(c, 3.0)
+    group.tick(3.5)
+    group.tick(4.5)
+    assert group.round_members is not None and b in group.waiting  # held by b's callback
+    b.batch = None
+    group.boundary(b, 5.0)
+    assert sorted(b.owned) == moved and b.owned[moved[0]] == 6.0 and not b.pending_assign
+    group.tick(5.5)
+    assert group.round_members is None and c.joined
