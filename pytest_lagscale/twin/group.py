@@ -12,10 +12,12 @@ boundary (:meth:`boundary`), never inside a batch.
   change; except a member with a rebalance callback not yet served (a revocation, or partitions
   assigned while it was mid-batch: callbacks run inside ``consume()``, between batches), which
   rejoins only at its next boundary (librdkafka 2.x ``src/rdkafka_cgrp.c``: no rejoin in the
-  join states wait-assign-call / wait-unassign-call). At the round's end unowned partitions go
-  to their target owner (a busy one takes them at its next boundary) and the members owning a
-  partition that moves revoke only that partition at their next boundary, which starts a second
-  round that hands the revoked partitions over. Only moved partitions pause.
+  join states wait-assign-call / wait-unassign-call); a round it held ends as it rejoins, if the
+  others rejoined ``round_s`` before, so it serves the next callback at that same boundary. At
+  the round's end unowned partitions go to their target owner (a busy one takes them at its
+  next boundary) and the members owning a partition that moves revoke only that partition at
+  their next boundary, which starts a second round that hands the revoked partitions over. Only
+  moved partitions pause.
 * **consumer** (KIP-848): no rounds. The broker computes the target at once; every member
   heartbeats every ``heartbeat_s`` (its own phase); at a heartbeat it learns partitions to
   revoke (revoked at its next boundary) and gets free partitions of its target (assigned at its
@@ -80,11 +82,13 @@ class ClassicGroup(_Base):
         self.round_members: list[Replica] | None = None
         self.waiting: set[Replica] = set()
         self.done_at: float | None = None
+        self.changed_s = -math.inf  # the round's last join, leave or start
 
     def _start_round(self, t: float) -> None:
         if self.round_members is None:
             self.round_members = list(self.members)
             self.done_at = None
+            self.changed_s = t
             for r in self.members:
                 # cooperative members rejoin in the background, unless a callback of theirs is
                 # not served yet: then at their next batch boundary, like every eager member
@@ -97,7 +101,7 @@ class ClassicGroup(_Base):
         self._start_round(t)
         if replica not in self.round_members:
             self.round_members.append(replica)
-        self.done_at = None
+        self.done_at, self.changed_s = None, t
         self._check(t)
 
     def leave(self, replica: Replica, t: float) -> None:
@@ -111,6 +115,7 @@ class ClassicGroup(_Base):
         replica.pending_assign = []
         if self.members or self.round_members:
             self._start_round(t)
+            self.changed_s = t
             self._check(t)
 
     def boundary(self, replica: Replica, t: float) -> None:
@@ -130,10 +135,22 @@ class ClassicGroup(_Base):
             if not self.cooperative:
                 self._revoke(replica, list(replica.owned), t)
             self._check(t)
+            if self.cooperative and self.done_at is not None and self.done_at <= t + 1e-9:
+                # the others rejoined long ago: the round ends while this member still polls,
+                # and it serves what the round asks of it at this same boundary
+                self._complete(t)
+                if replica.pending_revoke:
+                    self.boundary(replica, t)
 
     def _check(self, t: float) -> None:
+        """Set the round's end once nobody is waiting: eager ``round_s`` after the last
+        member's rejoin; cooperative ``round_s`` after the round's last change (the members
+        rejoining in the background take that long), or at once when the last member to rejoin
+        (at its batch boundary) came later than that."""
         if self.round_members is not None and not self.waiting and self.done_at is None:
-            self.done_at = t + self.params.round_s[self.params.protocol]
+            round_s = self.params.round_s[self.params.protocol]
+            self.done_at = (max(self.changed_s + round_s, t) if self.cooperative
+                            else t + round_s)
 
     def tick(self, t: float) -> None:
         """End the round when its time has come."""
