@@ -169,10 +169,19 @@ def metric_baseline(name: str, values: Sequence[float | None], direction: str,
     return median, tolerance, spread
 
 
+#: Run settings that say where a run was written, not what ran.
+_WHERE = ("out_dir",)
+
+
 def _given(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """``inputs`` with the run settings left at None dropped: a setting not given on a run is
-    the same setup as a run recorded before that option existed (its document has no key)."""
-    settings = {k: v for k, v in (inputs.get("settings") or {}).items() if v is not None}
+    """``inputs`` as a setup: the run settings left at None dropped (a setting not given on a
+    run is the same setup as a run recorded before that option existed: its document has no
+    key), the output directory dropped, and the Deployment file by its name (a test writes its
+    Deployment into its own temporary directory, a new one per pytest session)."""
+    settings = {k: v for k, v in (inputs.get("settings") or {}).items()
+                if v is not None and k not in _WHERE}
+    if isinstance(settings.get("deployment"), str):
+        settings["deployment"] = Path(settings["deployment"]).name
     return {**inputs, "settings": settings} if "settings" in inputs else dict(inputs)
 
 

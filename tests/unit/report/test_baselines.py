@@ -272,3 +272,19 @@ def test_a_build_up_rate_whose_reaction_some_samples_missed_is_not_gated() -> No
                                                           lag_build_up_rate_per_s=b))
                                           for b in (1600.0, 1650.0, 1700.0)])
     assert steady["metrics"]["lag_build_up_rate_per_s"]["value"] == 1650.0
+
+
+def test_where_a_run_was_written_is_not_its_setup() -> None:
+    """Two sessions of one test: the output directory and the temporary directory of the
+    Deployment the test wrote differ, the setup does not; another Deployment file does."""
+    doc = benchjson.load(SPIKE)
+    one, two = copy.deepcopy(doc), copy.deepcopy(doc)
+    one["inputs"]["settings"] = {"out_dir": "/tmp/samples/1",
+                                 "deployment": "/tmp/pytest-7/t0/consumer-ci-log.yaml"}
+    two["inputs"]["settings"] = {"out_dir": "lagscale-runs",
+                                 "deployment": "/tmp/pytest-8/t0/consumer-ci-log.yaml"}
+    base = derive_baseline("spike-ci", [(SPIKE, one), (SPIKE, two)])
+    assert base["baseline"]["spread"]["peak_lag_records"]["n"] == 2
+    two["inputs"]["settings"]["deployment"] = "/tmp/pytest-8/t0/consumer-ci.yaml"
+    with pytest.raises(ConfigError, match=r"inputs differ in \['settings'\]"):
+        derive_baseline("spike-ci", [(SPIKE, one), (SPIKE, two)])
