@@ -44,6 +44,10 @@ _TRANSIENT_CODES = frozenset({
     KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+    # retriable in Apache Kafka (clients/.../common/protocol/Errors.java: both exceptions
+    # extend RetriableException) but not flagged so by librdkafka: right after partitions are
+    # added, a ListOffsets can reach a broker that has not yet seen the new leader epoch
+    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH,
 })
 #: ``{partition: (committed_offset, log_end_offset)}``; committed -1 = none committed,
 #: log_end None = missing from the latest-offset response.

@@ -141,3 +141,23 @@ def test_close_leaves_the_clients_to_a_call_still_in_flight(admin: KafkaAdmin,
            "destroyed now" in caplog.text
     reader.release.set()
     call.join(2)
+
+
+@pytest.mark.parametrize("code", [KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH])
+def test_a_leader_epoch_the_broker_has_not_seen_yet_is_retried(admin: KafkaAdmin,
+                                                               code: int) -> None:
+    """Right after partitions are added a ListOffsets can meet a broker behind on the leader
+    epoch (UNKNOWN_LEADER_EPOCH, not flagged retriable by librdkafka): retried, not raised;
+    a non-transient error still raises at once."""
+    failures = [KafkaException(KafkaError(code))] * 2
+
+    def call() -> str:
+        if failures:
+            raise failures.pop()
+        return "answered"
+
+    assert admin._retry_retriable(call, "topic 'grow-me': list_offsets(latest)") == "answered"
+    assert not failures
+    with pytest.raises(BrokerError, match="list_offsets"):
+        admin._retry_retriable(lambda: (_ for _ in ()).throw(
+            KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))), "list_offsets")
