@@ -115,7 +115,7 @@ class ClassicGroup(_Base):
         replica.pending_assign = []
         if self.members or self.round_members:
             self._start_round(t)
-            self.changed_s = t
+            self.changed_s = t  # a leave during a round in progress is its latest change too
             self._check(t)
 
     def boundary(self, replica: Replica, t: float) -> None:
@@ -139,7 +139,7 @@ class ClassicGroup(_Base):
                 # the others rejoined long ago: the round ends while this member still polls,
                 # and it serves what the round asks of it at this same boundary
                 self._complete(t)
-                if replica.pending_revoke:
+                if replica.pending_revoke:  # served now; it then has nothing pending: one level
                     self.boundary(replica, t)
 
     def _check(self, t: float) -> None:
