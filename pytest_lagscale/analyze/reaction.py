@@ -37,6 +37,8 @@ import pandas as pd
 from .tables import events_named, first_event_time
 
 _STAGES = ("replica_started", "replica_ready", "assigned", "first_record")
+#: Every event :func:`_replica_times` reads.
+_TIMES_EVENTS = (*_STAGES, "engine_ready", "joined")
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,12 @@ def _first_scale_in_decision(events: pd.DataFrame, spike_s: float) -> float | No
 
 def _has_partitions(fields: dict) -> bool:
     return "partitions" not in fields or bool(fields["partitions"])
+
+
+def _times_events(events: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``events`` that :func:`_replica_times` reads: the same times from a table
+    a run's other events do not make long (a caller that asks for many replicas)."""
+    return events[events["event"].isin(_TIMES_EVENTS)]
 
 
 def _replica_times(events: pd.DataFrame, replica_id: str) -> dict[str, float | None]:

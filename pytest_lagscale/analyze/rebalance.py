@@ -41,6 +41,8 @@ REBALANCE_EVENTS = ("revoked", "assigned", "lost")
 STOP_EVENTS = ("revoked", "lost")
 #: A share group's membership events and the rebalance events they stand for.
 SHARE_MEMBERSHIP_EVENTS = {"joined": "assigned", "closed": "revoked"}
+#: Every event :func:`step_rebalances` reads (after a share group's renaming).
+_READ_EVENTS = (*REBALANCE_EVENTS, "replica_started", "replica_terminating", "subscribed")
 #: Platform events up to this many seconds before a step's row belong to it ...
 MATCH_BEFORE_S = 2.0
 #: ... and up to this many after.
@@ -139,6 +141,7 @@ def step_rebalances(events: pd.DataFrame | None, steps: Sequence[StepTime]) -> l
         return [Rebalance(None) for _ in steps]
     if (events["event"] == "share_offset_reset").any():  # a share group: membership stands in
         events = events.assign(event=events["event"].replace(SHARE_MEMBERSHIP_EVENTS))
+    events = events[events["event"].isin(_READ_EVENTS)]  # the only rows read below
     rebalances = events[events["event"].isin(REBALANCE_EVENTS) & events["replica_id"].notna()]
     matched = [_platform_members(events, step) for step in steps]
     members = [m for m, _ in matched]

@@ -33,7 +33,8 @@ from typing import Any
 
 import pandas as pd
 
-from .reaction import _replica_times  # the one "ready" and "assigned" rule of the analysis
+# the one "ready" and "assigned" rule of the analysis
+from .reaction import _replica_times, _times_events
 from .tables import events_named, first_event_time
 
 #: Timeline columns of the machine's load (recorded by the recorder; optional here).
@@ -213,7 +214,8 @@ def scale_out(events: pd.DataFrame, timeline: pd.DataFrame | None = None,
                                      "log the spike")
     decisions = _decisions(events)
     bounds = _burst_bounds(decisions, spike_s)
-    pairs = [_replica_start(events, rid, spike_s, decisions, bounds)
+    stages = _times_events(events)  # every row _replica_start reads
+    pairs = [_replica_start(stages, rid, spike_s, decisions, bounds)
              for rid in _new_replicas(events, spike_s)]
     replicas = tuple(r for r, _ in pairs)
     if bounds[0] is None:

@@ -31,7 +31,6 @@ replaces the policy mid-run (event ``policy_switched``).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -42,7 +41,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 from ..contract.clock import Clock, RealClock
 from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import ExternalMetric, Observation, ValueReading
-from ..control.policy.base import PolicyStep, ScalingPolicy
+from ..control.policy.base import PolicyStep, ScalingPolicy, step_record
 from ..contract.eventlog import EventLog
 from ..lifecycle import StartStop
 from ..sources.base import LagSource, TotalLag, offsets_total_records, utc_now
@@ -305,7 +304,7 @@ class LocalAutoscaler(StartStop):
     def _apply(self, step: PolicyStep) -> PolicyStep:
         self.decisions.append(step)
         self.metrics.record(step)
-        record = dataclasses.asdict(step)  # type: ignore[call-overload]
+        record = step_record(step)
         event = record.pop("event")
         signal = {"signal": self._signal} if self._signal else {}
         self.events.emit(event, **record, ready_replicas=self.deployment.ready_replicas, **signal)

@@ -30,7 +30,6 @@ scrape phase drawn per draw (a real run's ``total_lag_age_s`` is one value in [0
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +39,7 @@ import pandas as pd
 from ..analyze.tables import TIMELINE_COLUMNS
 from ..control.hpa import PodCpu, PodMetric
 from ..control.observation import ExternalMetric, Observation
+from ..control.policy.base import step_record
 from ..load.schedule import Step
 from .cpu import TwinCpu
 from .external import TwinScalers
@@ -197,7 +197,7 @@ class _Controller:
                                   pod_metrics=self._pod_metrics(now_s))
         decision = self.policy.decide(observation, now_s)
         for step in decision.steps:
-            record = dataclasses.asdict(step)
+            record = step_record(step)
             event = record.pop("event")
             w.events.emit(now_s, "controller", event, **record,
                           ready_replicas=w.ready_replicas)

@@ -166,3 +166,22 @@ def test_controller_has_no_trigger_type_switches() -> None:
     """A new trigger is a module and a registry line: the controller never asks which type."""
     source = inspect.getsource(controller_module)
     assert "isinstance(" not in source and ".type ==" not in source
+
+
+def test_step_record_is_asdict_of_every_step_kind() -> None:
+    """The event-log record of a KEDA poll and an HPA sync (nested trigger evaluations, the HPA
+    decision, per-partition lag) equals ``dataclasses.asdict``, and shares no mutable part with
+    the step."""
+    import dataclasses
+
+    from pytest_lagscale.control.policy.base import step_record
+
+    decisions = run(lag_scaled_object(), [(t, Observation(1, HIGH_LAG)) for t in (0.0, 1.0, 15.0)])
+    steps = [step for decision in decisions for step in decision.steps]
+    assert {step.event for step in steps} == {"keda_poll", "hpa_sync"}
+    assert any(t.partition_lag for step in steps for t in step.triggers)
+    for step in steps:
+        record = step_record(step)
+        assert record == dataclasses.asdict(step)
+        lag = record["triggers"][0]["partition_lag"]
+        assert lag is not step.triggers[0].partition_lag
