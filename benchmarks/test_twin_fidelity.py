@@ -22,18 +22,20 @@ the run's machine probe (``predict_run(..., machine_probe=True)``: the start-up 
 replicas the run started before its load, what it knew of its machine before the spike; the
 held-out fixtures carry their event logs, so they have their probe too).
 
-Targets (``fidelity.TARGETS``, ``fidelity.assess``): per label, the median over its held-out
-runs of |error of the draws' median| <= 15 % for reaction time, peak lag and drain time, <= 10 %
-for replica-seconds, scale steps within +-2 (each run's own signed error in ``per_run``); the
-measured value inside the 5-95 % band in >= 80 % of the runs (per figure, over all). A CI gate's
+Two tests judge the same predictions (computed once, :func:`verdicts`). The figure targets
+(``fidelity.TARGETS``, ``fidelity.assess``; the first test): per label, the median over its
+held-out runs of |error of the draws' median| <= 15 % for reaction time, peak lag and drain
+time, <= 10 % for replica-seconds, scale steps within +-2 (each run's own signed error in
+``per_run``). The band targets (the second test): the measured value inside the 5-95 % band in
+>= 80 % of the runs (per figure, over all). A CI gate's
 spike-ci and bursty-ci runs are judged with the twelve committed pairs: 13 runs per label, so one
 gate's run moves a median by at most one rank (docs/twin.md "Fidelity": one run's error carries
-its own draw of the machine: with six pairs, the twin as its own truth met every figure target
-of the seven-run median in 70 % of the sets, every band target in 30 %). Every figure and
+its own draw of the machine: the twin taken as its own truth meets every figure target of a
+ten-run median in all of 20 sets, every band target in 20 %). Every figure and
 verdict goes to the benchmark JSON (``extra_info``) before anything is asserted. A target the
 model misses on the measured runs is reported as xfail with the numbers, never a loosened
-target; :data:`KNOWN_MISSES` lists the ones seen in the validation runs and the xfail reason
-names any other as new. The test FAILS when the twin crashes, a run cannot be predicted for a
+target; :data:`KNOWN_MISSES` lists the ones seen in the validation runs, and a miss not in it
+FAILS. The figure test also FAILS when the twin crashes, a run cannot be predicted for a
 reason other than a documented unsupported input, or an error of the prediction given the run's
 own cold starts (``predict_run(..., condition_on_cold_start=True)``: the calibration's start-up
 time scaled to the run's median ``replica_started -> replica_ready``, an event-level span, never
@@ -41,8 +43,8 @@ a headline figure) falls outside the twin's stated band (``fidelity.STATED_BAND`
 and peak lag, 40 % drain, 15 % replica-seconds, 6 steps) both against this run and against the
 nearest real run of its label (``fidelity.beyond_band``: the spread of the committed baseline's
 samples, ``benchmarks/baselines/<label>.json``): the real runs move by 5-13 % between two CI
-runs, so a miss of the 10-15 % targets alone must not fail CI, but an error past the band the
-validation measured does. A run at the edge of its label's spread is not the twin off:
+runs, so one run's error past the 10-15 % targets must not fail CI (the targets hold the
+median over the runs), but an error past the band the validation measured does. A run at the edge of its label's spread is not the twin off:
 spike-ci-lt50 peaked at 12,036 records in the clean-clone CI of 2026-11-26 (12,500-14,899 in its
 three samples), +30.6 % to the twin's 15,720, +5.5 % to the nearest sample; such errors are
 recorded (``beyond_band_within_real_spread``) and pass. Nor is a run that some draw reproduced:
@@ -55,20 +57,22 @@ instead of 17 s (it happened in 2 of 5 spike-ci runs: CI of 2026-11-23, reaction
 the twin's 27.5 s, and set 3 on this machine, 40.1 s; given its cold starts the twin predicts
 that one at 40.6 s): its errors past the band are recorded and xfail.
 
-Cost: 100 draws of a ci run take 10-13 s (the twin runs ~2,700x real time); the 24 held-out
-runs, 100 draws and 30 given their cold starts, about 5 minutes on two processes.
+Cost: 100 draws of a ci run take 7-9 s (the twin runs ~3,500x real time); the 24 held-out
+runs, 100 draws and 30 given their cold starts, about 4 minutes on two processes.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_lagscale.plugin import _SESSION_KEY
-from pytest_lagscale.calibration.fidelity import Unsupported, assess, beyond_band, predict_runs
+from pytest_lagscale.calibration.fidelity import (TARGETS, Unsupported, assess, beyond_band,
+                                                  predict_runs)
 from pytest_lagscale.calibration.processes import default_workers
 from pytest_lagscale.twin.params import ENGINES, calibration_path, load_calibration
 
@@ -90,12 +94,11 @@ HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
 #: gives every number). Over the committed held-out pairs (24 runs, 100 draws) the committed
-#: calibration (with the runner's controller timing, the within-run contention, the idle
-#: replica's poll slice and the starting delay) meets every figure target by the median
-#: (spike-ci reaction 9.4 %, peak 5.8 %, drain 3.3 %, replica-seconds 2.6 %; bursty-ci
-#: hysteresis peak 2.2 %, replica-seconds 1.1 %) and the reaction, peak lag and drain band
-#: targets (11 of 12 runs, 22 of 24, 10 of 12), and misses one band target (replica-seconds 19
-#: of 24 runs in the 5-95 % band, 79 %, against 80 %).
+#: calibration meets every figure target by the median (spike-ci reaction 9.8 %, peak 5.7 %,
+#: drain 3.2 %, replica-seconds 1.9 %; bursty-ci hysteresis peak 2.2 %, replica-seconds 1.5 %)
+#: and the reaction, peak lag and steps band targets (11 of 12 runs, 21 of 24, 24 of 24), and
+#: misses two band targets: drain 9 of 12 and replica-seconds 18 of 24 in the 5-95 % band (75 %
+#: each, against 80 %).
 #: The per-label entries of the other labels are the
 #: misses of the first calibration (2026-11-23) on an acceptance session's runs; those labels
 #: are in the committed calibration's own set, so no held-out run has tested them since.
@@ -153,9 +156,26 @@ def _predict(paths: list[Path], *, conditioned: bool) -> tuple[list[Any], dict[s
     return results, unsupported
 
 
-@pytest.mark.gate
-def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
-    """The twin's prediction of every predictable ci run against the fidelity targets."""
+@dataclass(frozen=True)
+class _Verdicts:
+    """The module's predictions, computed once for its two tests: ``record`` is the benchmark
+    JSON's ``extra_info`` (every run, figure, span and verdict); the rest what they assert."""
+
+    record: dict[str, Any]
+    results: list[Any]
+    unsupported: dict[str, list[str]]
+    figures: list[dict[str, Any]]
+    bands: list[dict[str, Any]]
+    insane: list[str]
+    beyond_committed: list[str]
+    reproduced: list[str]
+
+
+@pytest.fixture(scope="module")
+def verdicts(request) -> _Verdicts:
+    """Predict the held-out fixtures and this session's ci runs (:func:`_predict`, with the
+    machine probe and given the runs' cold starts) and judge them (:func:`assess`,
+    :func:`beyond_band`)."""
     session = _session_runs(request.config)
     paths = sorted(HELD_OUT.glob("*/benchmark.json")) + session
     source = "held-out fixtures" + (f" and {len(session)} session runs" if session else "")
@@ -164,7 +184,7 @@ def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
     given, _ = _predict(paths, conditioned=True)
     assertions, beyond_committed = assess(results)
     insane, within_spread, reproduced = beyond_band(given, baseline_spreads(BASELINES))
-    benchmark.extra_info.update({
+    record = {
         "source": source, "draws": DRAWS, "draws_given_cold_starts": DRAWS_GIVEN, "seed": SEED,
         "calibrated_on": {engine: list(load_calibration(calibration_path(engine))["source_runs"])
                           for engine in ENGINES},
@@ -177,17 +197,62 @@ def test_twin_predicts_the_sessions_runs(benchmark, request) -> None:
         "beyond_band_committed_calibration": beyond_committed,
         "beyond_band_given_cold_starts": insane,
         "beyond_band_within_real_spread": within_spread,
-        "beyond_band_reproduced_by_a_draw": reproduced, "known_misses": sorted(KNOWN_MISSES)})
+        "beyond_band_reproduced_by_a_draw": reproduced, "known_misses": sorted(KNOWN_MISSES)}
+    return _Verdicts(record=record, results=results, unsupported=unsupported,
+                     figures=[a for a in assertions if "per_run" in a],
+                     bands=[a for a in assertions if "per_run" not in a], insane=insane,
+                     beyond_committed=beyond_committed, reproduced=reproduced)
+
+
+def _named(assertions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    return [(a["name"], a["value"]) for a in assertions]
+
+
+@pytest.mark.gate
+def test_twin_meets_the_figure_targets_on_held_out_runs(benchmark, verdicts) -> None:
+    """Per label, the median over its held-out runs of |error of the draws' median| within
+    :data:`~pytest_lagscale.calibration.fidelity.TARGETS` (15 % reaction, peak lag and drain,
+    10 % replica-seconds, 2 scale steps), and no error given a run's own cold starts beyond the
+    stated band. A miss FAILS, except the other labels' misses listed in :data:`KNOWN_MISSES`
+    (xfail with the numbers); a run beyond the stated band with the committed calibration (its
+    machine unlike the calibration's) or reproduced by another mode's draw xfails with the
+    numbers. The benchmark JSON holds every run, figure, span and verdict of the module."""
+    benchmark.extra_info.update(verdicts.record)
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
-    assert results, f"no {source} run could be predicted: unsupported {unsupported}"
-    assert not insane, f"twin errors beyond its stated band (given the runs' cold starts): {insane}"
-    failed = [a for a in assertions if a["verdict"] == "fail"]
-    new = [(a["name"], a["value"]) for a in failed if a["name"] not in KNOWN_MISSES]
-    if failed or beyond_committed or reproduced:
-        pytest.xfail(f"the fidelity targets missed, recorded in the benchmark JSON: "
-                     f"{[(a['name'], a['value']) for a in failed]}; not in KNOWN_MISSES "
-                     f"(new): {new}; beyond the stated band with the committed calibration "
-                     f"(this machine's cold starts differ from the calibration's): "
-                     f"{beyond_committed}; beyond the stated band given the run's cold starts, "
-                     f"the measured value reproduced by a draw (multi-modal draws, the median "
-                     f"in another mode): {reproduced}")
+    assert verdicts.results, (f"no {verdicts.record['source']} run could be predicted: "
+                              f"unsupported {verdicts.unsupported}")
+    assert not verdicts.insane, ("twin errors beyond its stated band (given the runs' cold "
+                                 f"starts): {verdicts.insane}")
+    failed = [a for a in verdicts.figures if a["verdict"] == "fail"]
+    new = [a for a in failed if a["name"] not in KNOWN_MISSES]
+    assert not new, f"the twin missed its figure targets on held-out runs: {_named(new)}"
+    if failed or verdicts.beyond_committed or verdicts.reproduced:
+        pytest.xfail(f"known figure misses of other labels: {_named(failed)}; beyond the "
+                     f"stated band with the committed calibration (this machine's cold starts "
+                     f"differ from the calibration's): {verdicts.beyond_committed}; beyond the "
+                     f"stated band given the run's cold starts, the measured value reproduced "
+                     f"by a draw (multi-modal draws, the median in another mode): "
+                     f"{verdicts.reproduced}")
+
+
+@pytest.mark.gate
+def test_twin_bands_hold_the_held_out_runs(benchmark, verdicts) -> None:
+    """Per figure, the measured value inside the draws' 5-95 % band in >= 80 % of the
+    held-out runs (:data:`~pytest_lagscale.calibration.fidelity.BAND_TARGET`). A miss listed
+    in :data:`KNOWN_MISSES` xfails with the numbers; any other FAILS. The twin taken as its own
+    truth meets every band target in 20 % of such gates (docs/twin.md "Fidelity": the base
+    rate), so a known miss is reported, not asserted away. The benchmark JSON holds each
+    figure's verdict and, per run, the measured value and the band."""
+    per_run = {fig: {r.run: [f.measured, f.p5, f.p95, f.in_band] for r in verdicts.results
+                     if r.held_out for f in r.figures if f.name == fig and f.in_band is not None}
+               for fig in TARGETS}
+    benchmark.extra_info.update({"source": verdicts.record["source"], "draws": DRAWS,
+                                 "seed": SEED, "assertions": verdicts.bands,
+                                 "measured_p5_p95_in_band": per_run,
+                                 "known_misses": sorted(KNOWN_MISSES)})
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    failed = [a for a in verdicts.bands if a["verdict"] == "fail"]
+    new = [a for a in failed if a["name"] not in KNOWN_MISSES]
+    assert not new, f"the twin's bands missed held-out runs: {_named(new)}"
+    if failed:
+        pytest.xfail(f"known band misses, recorded in the benchmark JSON: {_named(failed)}")
