@@ -100,18 +100,29 @@ def _times_events(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def _replica_times(events: pd.DataFrame, replica_id: str) -> dict[str, float | None]:
+    """The replica's first time (s) at each of :data:`_STAGES`, None where it has none:
+    ``replica_ready`` is the earlier of ``replica_ready`` and ``engine_ready``; ``assigned``
+    the first with partitions, else (a share-group member) its first share-group ``joined``."""
     own = events[events["replica_id"] == replica_id]
-    times: dict[str, float | None] = {}
-    for stage in _STAGES:
-        rows = own[own["event"] == stage]
-        if stage == "assigned":
-            rows = rows[rows["fields"].map(_has_partitions)]
-            if not len(rows):  # a share-group member: its join
-                joined = own[own["event"] == "joined"]
-                rows = joined[joined["fields"].map(lambda f: f.get("group_type") == "share")]
-        elif stage == "replica_ready":
-            rows = own[own["event"].isin(("replica_ready", "engine_ready"))]
-        times[stage] = float(rows["t_s"].min()) if len(rows) else None
+    firsts: dict[str, float] = {}
+    for event, t_s, fields in zip(own["event"], own["t_s"].astype(float), own["fields"]):
+        if t_s != t_s:  # NaN: no time, as pandas' min skips it
+            continue
+        if event == "engine_ready":
+            event = "replica_ready"
+        elif event == "assigned" and not _has_partitions(fields):
+            continue
+        elif event == "joined":
+            if fields.get("group_type") != "share":
+                continue
+            event = "share_joined"
+        if event in firsts:
+            firsts[event] = min(firsts[event], t_s)
+        else:
+            firsts[event] = t_s
+    times: dict[str, float | None] = {stage: firsts.get(stage) for stage in _STAGES}
+    if times["assigned"] is None:
+        times["assigned"] = firsts.get("share_joined")
     return times
 
 

@@ -77,53 +77,77 @@ class Rebalance:
     partitions_stopped: int | None = None
 
 
-def _platform_members(events: pd.DataFrame, step: StepTime) -> tuple[tuple[str, ...], float]:
+class _Events:
+    """The columns of the event table the anchoring reads, as arrays (one pass of pandas per
+    run, then numpy masks per step: a run's steps times a dozen filters were most of a twin
+    draw's analysis)."""
+
+    def __init__(self, events: pd.DataFrame) -> None:
+        self.t_s = events["t_s"].to_numpy(dtype=float)
+        self.event = events["event"].to_numpy(dtype=object)
+        self.replica_id = events["replica_id"].to_numpy(dtype=object)
+        self.fields = events["fields"].to_numpy(dtype=object)
+        by_replica = events["replica_id"].notna().to_numpy()
+        self.rebalance = np.isin(self.event, REBALANCE_EVENTS) & by_replica
+        self.stop = np.isin(self.event, STOP_EVENTS) & by_replica
+        self.by_replica = by_replica
+
+    def named(self, name: str) -> np.ndarray:
+        return self.event == name
+
+    def of(self, members: tuple[str, ...]) -> np.ndarray:
+        wanted = set(members)
+        return np.fromiter((r in wanted for r in self.replica_id), dtype=bool,
+                           count=len(self.replica_id))
+
+    def first_t(self, mask: np.ndarray) -> float | None:
+        """The time of the first row (in table order) of ``mask``; None without one."""
+        rows = np.flatnonzero(mask)
+        return float(self.t_s[rows[0]]) if len(rows) else None
+
+
+def _platform_members(ev: _Events, step: StepTime) -> tuple[tuple[str, ...], float]:
     """(the step's members, when the platform acted: its first such event, else ``t_s``)."""
     name = "replica_started" if step.direction == "up" else "replica_terminating"
-    rows = events[(events["event"] == name) & (events["t_s"] >= step.t_s - MATCH_BEFORE_S)
-                  & (events["t_s"] <= step.t_s + MATCH_AFTER_S) & events["replica_id"].notna()]
-    members = tuple(str(r) for r in rows["replica_id"])
-    return members, (float(rows["t_s"].min()) if members else step.t_s)
+    rows = (ev.named(name) & (ev.t_s >= step.t_s - MATCH_BEFORE_S)
+            & (ev.t_s <= step.t_s + MATCH_AFTER_S) & ev.by_replica)
+    members = tuple(str(r) for r in ev.replica_id[rows])
+    return members, (float(ev.t_s[rows].min()) if members else step.t_s)
 
 
-def _first_rebalance(rebalances: pd.DataFrame, after_s: float,
+def _first_rebalance(ev: _Events, kind: np.ndarray, after_s: float,
                      before_s: float = np.inf) -> float | None:
-    rows = rebalances[(rebalances["t_s"] >= after_s) & (rebalances["t_s"] < before_s)]
-    return float(rows["t_s"].iloc[0]) if len(rows) else None
+    return ev.first_t(kind & (ev.t_s >= after_s) & (ev.t_s < before_s))
 
 
-def _join_s(events: pd.DataFrame, rebalances: pd.DataFrame,
-            members: tuple[str, ...]) -> float | None:
+def _join_s(ev: _Events, members: tuple[str, ...]) -> float | None:
     """The earlier of the new members' first ``assigned`` and the first revoke or loss of any
     replica at or after their first ``subscribed``; None when no new member was assigned."""
-    mine = rebalances[rebalances["replica_id"].isin(members)
-                      & (rebalances["event"] == "assigned")]
-    if not len(mine):
+    theirs = ev.of(members)
+    mine = ev.rebalance & theirs & ev.named("assigned")
+    if not mine.any():
         return None
-    joined_s = float(mine["t_s"].min())
-    asked = events[events["replica_id"].isin(members) & (events["event"] == "subscribed")]
-    if len(asked):
-        stops = rebalances[rebalances["event"].isin(STOP_EVENTS)]
-        stop_s = _first_rebalance(stops, float(asked["t_s"].min()), joined_s)
+    joined_s = float(ev.t_s[mine].min())
+    asked = theirs & ev.named("subscribed")
+    if asked.any():
+        stop_s = _first_rebalance(ev, ev.stop, float(ev.t_s[asked].min()), joined_s)
         joined_s = joined_s if stop_s is None else stop_s
     return joined_s
 
 
-def _anchor(events: pd.DataFrame, rebalances: pd.DataFrame, step: StepTime,
-            members: tuple[str, ...], acted_s: float, next_s: float) -> float | None:
+def _anchor(ev: _Events, step: StepTime, members: tuple[str, ...], acted_s: float,
+            next_s: float) -> float | None:
     """The step's anchor; ``acted_s``: when the platform acted; ``next_s``: the next step's."""
     if step.direction == "up" and members:
-        return _join_s(events, rebalances, members)
-    return _first_rebalance(rebalances, acted_s, next_s)
+        return _join_s(ev, members)
+    return _first_rebalance(ev, ev.rebalance, acted_s, next_s)
 
 
-def _stats(events: pd.DataFrame, start_s: float, end_s: float) -> tuple[float | None, int]:
-    rows = events[(events["t_s"] >= start_s) & (events["t_s"] < end_s)
-                  & events["replica_id"].notna()]
-    callbacks = rows.loc[rows["event"].isin(REBALANCE_EVENTS), "t_s"]
-    duration = float(callbacks.max()) - start_s if len(callbacks) else None
-    stopped = {int(p) for f in rows.loc[rows["event"].isin(STOP_EVENTS), "fields"]
-               for p in (f.get("partitions") or ())}
+def _stats(ev: _Events, start_s: float, end_s: float) -> tuple[float | None, int]:
+    rows = (ev.t_s >= start_s) & (ev.t_s < end_s)
+    callbacks = rows & ev.rebalance
+    duration = float(ev.t_s[callbacks].max()) - start_s if callbacks.any() else None
+    stopped = {int(p) for f in ev.fields[rows & ev.stop] for p in (f.get("partitions") or ())}
     return duration, len(stopped)
 
 
@@ -141,12 +165,11 @@ def step_rebalances(events: pd.DataFrame | None, steps: Sequence[StepTime]) -> l
         return [Rebalance(None) for _ in steps]
     if (events["event"] == "share_offset_reset").any():  # a share group: membership stands in
         events = events.assign(event=events["event"].replace(SHARE_MEMBERSHIP_EVENTS))
-    events = events[events["event"].isin(_READ_EVENTS)]  # the only rows read below
-    rebalances = events[events["event"].isin(REBALANCE_EVENTS) & events["replica_id"].notna()]
-    matched = [_platform_members(events, step) for step in steps]
+    ev = _Events(events[events["event"].isin(_READ_EVENTS)])  # the only rows read below
+    matched = [_platform_members(ev, step) for step in steps]
     members = [m for m, _ in matched]
     acted = [a for _, a in matched] + [np.inf]
-    anchors = [_anchor(events, rebalances, step, members[i], acted[i], acted[i + 1])
+    anchors = [_anchor(ev, step, members[i], acted[i], acted[i + 1])
                for i, step in enumerate(steps)]
     out = []
     for i, start in enumerate(anchors):
@@ -155,6 +178,6 @@ def step_rebalances(events: pd.DataFrame | None, steps: Sequence[StepTime]) -> l
             continue
         later = [a for a in anchors[i + 1:] if a is not None and a > start]
         end = min([start + REBALANCE_WINDOW_S, *later])
-        duration, stopped = _stats(events, start, end)
+        duration, stopped = _stats(ev, start, end)
         out.append(Rebalance(start, members[i], duration, stopped))
     return out
