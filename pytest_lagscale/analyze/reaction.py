@@ -94,8 +94,8 @@ def _has_partitions(fields: dict) -> bool:
 
 
 def _times_events(events: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``events`` that :func:`_replica_times` reads: the same times from a table
-    a run's other events do not make long (a caller that asks for many replicas)."""
+    """The rows of ``events`` that :func:`_replica_times` reads. A caller that asks for many
+    replicas filters once with it: the times are the same, the table much shorter."""
     return events[events["event"].isin(_TIMES_EVENTS)]
 
 

@@ -11,8 +11,8 @@ the schedule; called directly, the caller runs it on its own schedule::
     sync = controller.sync(now_s, Observation(current_replicas=n, offsets=read_offsets()))
     if sync.replicas_after != sync.replicas_before: set_replicas(sync.replicas_after)
 
-Both return frozen dataclasses holding everything the event log needs (``dataclasses.asdict``
-works on them). Nothing here reads a clock, does I/O or logs.
+Both return frozen dataclasses holding everything the event log needs
+(``policy.base.step_record``, equal to ``dataclasses.asdict``, makes the record). Nothing here reads a clock, does I/O or logs.
 """
 
 from __future__ import annotations

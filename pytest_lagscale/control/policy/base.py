@@ -25,7 +25,8 @@ from pytest_lagscale.control.observation import Observation
 class PolicyStep(Protocol):
     """One step of a decision (e.g. KEDA's ``keda_poll``, the HPA's ``hpa_sync``).
 
-    A frozen dataclass: ``dataclasses.asdict`` gives the event-log record.
+    A frozen dataclass: :func:`step_record` (equal to ``dataclasses.asdict``) gives the
+    event-log record.
 
     Attributes:
         event: the event-log name (snake_case).
