@@ -2,7 +2,7 @@
 
 Runs after the experiments (pytest runs ``benchmarks/`` files in name order; ``test_twin_*``
 sorts after ``test_exp*``). Every ci-scale run of the session that the twin models, and every
-committed held-out run (``tests/fixtures/heldout/*``: fourteen pairs of CI-gate runs of the
+committed held-out run (``tests/fixtures/heldout/*``: fifteen pairs of CI-gate runs of the
 calibration's machine that the calibration did not see, with their event logs), is predicted
 again with :data:`DRAWS` draws of the committed calibration
 (``pytest_lagscale/data/twin/spark.yaml``,
@@ -28,7 +28,7 @@ held-out runs of |error of the draws' median| <= 15 % for reaction time, peak la
 time, <= 10 % for replica-seconds, scale steps within +-2 (each run's own signed error in
 ``per_run``). The band targets (the second test): the measured value inside the 5-95 % band in
 >= 80 % of the runs (per figure, over all). A CI gate's
-spike-ci and bursty-ci runs are judged with the fourteen committed pairs: 15 runs per label, so one
+spike-ci and bursty-ci runs are judged with the fifteen committed pairs: 16 runs per label, so one
 gate's run moves a median by at most one rank (docs/twin.md "Fidelity": one run's error carries
 its own draw of the machine: the twin taken as its own truth meets every figure target of a
 ten-run median in all of 20 sets, every band target in 20 %). Every figure and
@@ -58,7 +58,7 @@ instead of 17 s (it happened in 2 of 5 spike-ci runs: CI of 2026-11-23, reaction
 the twin's 27.5 s, and set 3 on this machine, 40.1 s; given its cold starts the twin predicts
 that one at 40.6 s): its errors past the band are recorded and xfail.
 
-Cost: 100 draws of a ci run take 7-9 s (the twin runs ~3,500x real time); the 28 held-out
+Cost: 100 draws of a ci run take 7-9 s (the twin runs ~3,500x real time); the 30 held-out
 runs, 100 draws and 30 given their cold starts, about 4.5 minutes on two processes.
 """
 
@@ -94,13 +94,16 @@ WORKERS = default_workers()
 HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout"
 BASELINES = Path(__file__).resolve().parent / "baselines"
 #: Targets missed on held-out runs, reported as xfail with the numbers (docs/twin.md "Fidelity"
-#: gives every number). Over the committed held-out pairs (28 runs, 100 draws) the committed
-#: calibration meets every figure target by the median (spike-ci reaction 10.4 %, peak 7.0 %,
-#: drain 7.2 %, replica-seconds 1.9 %; bursty-ci hysteresis peak 2.6 %, replica-seconds 1.5 %)
-#: and the peak lag and steps band targets (23 of 28 runs, 28 of 28), and misses three band
-#: targets: reaction 11 of 14, drain 10 of 14 and replica-seconds 22 of 28 in the 5-95 % band.
-#: Two spike-ci runs (pairs 18 and 19) started their burst 1.5x slower than the twin's probe
-#: said; both lie beyond the stated band in reaction with the committed calibration.
+#: gives every number). Over the committed held-out pairs (30 runs, 100 draws) the committed
+#: calibration meets every figure target by the median (spike-ci reaction 10.3 %, peak 7.9 %,
+#: drain 5.9 %, replica-seconds 1.8 %; bursty-ci hysteresis peak 2.7 %, replica-seconds 1.7 %)
+#: and the reaction, peak lag and steps band targets (12 of 15 runs, 25 of 30, 30 of 30), and
+#: misses two band targets: drain 11 of 15 and replica-seconds 23 of 30 in the 5-95 % band.
+#: The reaction and peak lag band targets are listed because validation runs missed them: the
+#: fixtures of pairs up to 19 (reaction 11 of 14), and the project's CI of 2026-11-29 (its gate
+#: pair's two runs both outside their peak lag bands, 23 of 30). Two spike-ci runs (pairs 18
+#: and 19) started their burst 1.5x slower than the twin's probe said; both lie beyond the
+#: stated band in reaction with the committed calibration.
 #: The per-label entries of the other labels are the
 #: misses of the first calibration (2026-11-23) on an acceptance session's runs; those labels
 #: are in the committed calibration's own set, so no held-out run has tested them since.
@@ -114,6 +117,7 @@ KNOWN_MISSES = frozenset({
     "spike-ci-lt5000: peak_lag_records median |error| <= 0.15 (relative)",
     "spike-ci-lt5000: drain_time_s median |error| <= 0.15 (relative)",
     "reaction_time_s measured in the 5-95 % band in >= 80% of runs",
+    "peak_lag_records measured in the 5-95 % band in >= 80% of runs",
     "drain_time_s measured in the 5-95 % band in >= 80% of runs",
     "replica_seconds measured in the 5-95 % band in >= 80% of runs",
 })

@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable
 
 from ..analyze.broker_view import broker_replica_records, commit_times, output_times
 from ..analyze.measure import RunSpec, measure
@@ -52,9 +54,6 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         incomplete: why the run ended early (a part died), or None: the analysis covers what
             was recorded up to then and says so (``incomplete`` in ``benchmark.json``).
     """
-    from ..report.timeline_png import write_timeline_png
-    from .lag_signal import signal_summary
-
     plan, layout = run.plan, run.layout
     records = layout.merge_events()
     origin_s = run.clock.start_monotonic_s
@@ -65,16 +64,49 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
         store = output_times(layout.root / OUTPUT_TIMES_FILE, records, origin_s)
         dips_from = "output_topic" if store is not None else "committed_offsets"
         store = store or commit_times(records, origin_s)
-        reconciliation = getattr(run, "output_reconciliation", None)
+        reconciling: Future = Future()
+        reconciling.set_result(getattr(run, "output_reconciliation", None))
         committed = getattr(run, "committed_exactness", None)
     else:
-        store = read_store_times(layout.store, records, origin_s)
+        # the Spark job runs while the measurements and the PNGs are made (its JVM works, this
+        # process waits on it)
         warm = getattr(run, "warm_spark", None)  # started when a part died
-        reconciliation = reconcile_run(layout, None if warm is None else warm.session())
+        reconciling = _in_background(
+            lambda: reconcile_run(layout, None if warm is None else warm.session()))
+        store = read_store_times(layout.store, records, origin_s)
         committed, dips_from = None, "store"
-    sources = measured_from(run, dips_from if store is not None else None, reconciliation,
-                            committed)
-    events = events_from_records(records, origin_s=origin_s)
+    result = _measured(run, records, store, incomplete, wall_time_s, broker, kafka_version,
+                       reconciling, committed, dips_from)
+    result.write()
+    return result
+
+
+def _in_background(job: Callable[[], Any]) -> Future:
+    """``job()`` on a daemon thread; its result or error in the returned future. A daemon, so
+    that an interrupted harness does not wait at exit for a Spark job whose JVM its exit stops
+    (:mod:`pytest_lagscale.process`); an own session is stopped by the job itself."""
+    future: Future = Future()
+
+    def body() -> None:
+        try:
+            future.set_result(job())
+        except BaseException as exc:  # handed to the waiting thread
+            future.set_exception(exc)
+
+    threading.Thread(target=body, name="lagscale-reconcile", daemon=True).start()
+    return future
+
+
+def _measured(run: Any, records: Any, store: Any, incomplete: str | None, wall_time_s: float,
+              broker: dict[str, Any], kafka_version: str, reconciling: Future, committed: Any,
+              dips_from: str) -> RunResult:
+    """:func:`analyse` past the inputs: measurements and PNGs, then the reconciliation's
+    result (``reconciling``, waited for last) and the :class:`RunResult` (not yet written)."""
+    from ..report.timeline_png import write_timeline_png
+    from .lag_signal import signal_summary
+
+    plan, layout = run.plan, run.layout
+    events = events_from_records(records, origin_s=run.clock.start_monotonic_s)
     manifest = run.produce_result.manifest
     spec = RunSpec(lag_threshold_records=plan.reference_lag_threshold,
                    min_replicas=plan.min_replicas, max_replicas=plan.max_replicas,
@@ -84,6 +116,26 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                    partition_counts=counts_by_partition(manifest.counts(),
                                                         plan.profile.partitions))
     measurements = measure(run.timeline, events, spec, store)
+    start_s, end_s = spike_window(events)  # as recorded, else as scheduled
+    spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
+    actions = [(a["scheduled_s"], a["label"]) for a in run.actions_done]
+    world = world_of(run, events, incomplete)
+    inputs = _inputs(run, broker, kafka_version)
+    title = run_title(plan.settings.label(), inputs)
+    write_timeline_png(run.timeline, layout.timeline_png, spike=spike,
+                       steps=list(measurements.steps), actions=actions,
+                       faults=[(f["start_s"], f["duration_s"], f["name"]) for f in world["faults"]
+                               if f["name"] != "lag_unread"],
+                       max_lag_age_s=world["lag_max_age_s"],
+                       title=f"{title}: lag, replicas, consume rate")
+    replicas, replicas_png = per_replica(run, events, spike, title, store)
+    reconciliation = reconciling.result()
+    sources = measured_from(run, dips_from if store is not None else None, reconciliation,
+                            committed)
+    if sources["exactness"] is None and incomplete is None:
+        # a run that could not count lost records is not a good one, whatever else it saw
+        world["problems"].append("exactness not measured: no reconciliation of the consumer's "
+                                 "output (see the run's log and reconcile.log)")
     lost = (reconciliation.lost_total if reconciliation is not None
             else committed.unconsumed_total if committed is not None else None)
     extra = {"produced_records": float(manifest.total_acked),
@@ -91,35 +143,7 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
              "duplicated_records": (None if reconciliation is None
                                     else float(reconciliation.duplicated_total)),
              "run_wall_time_s": wall_time_s}
-    inputs = Inputs(
-        profile=plan.profile.name, policy=plan.policy_name, balancer=plan.balancer,
-        partitions=plan.profile.partitions, seed=plan.profile.seed, scale=plan.settings.scale,
-        engine=plan.engine, trigger_interval_s=plan.trigger_interval_s,
-        spark_remote=redact_remote(run.spark_remote),
-        static_membership=plan.settings.static_membership,
-        settings=plan.settings.to_document(),
-        versions={**versions(kafka_version),
-                  # a platform running real control-plane parts names their versions
-                  **dict(getattr(run.parts.platform, "versions", None) or {})},
-        broker=broker)
-    start_s, end_s = spike_window(events)  # as recorded, else as scheduled
-    spike = (start_s, end_s) if start_s is not None and end_s is not None else plan.spike
-    actions = [(a["scheduled_s"], a["label"]) for a in run.actions_done]
-    world = world_of(run, events, incomplete)
-    if sources["exactness"] is None and incomplete is None:
-        # a run that could not count lost records is not a good one, whatever else it saw
-        world["problems"].append("exactness not measured: no reconciliation of the consumer's "
-                                 "output (see the run's log and reconcile.log)")
-    write_timeline_png(run.timeline, layout.timeline_png, spike=spike,
-                       steps=list(measurements.steps), actions=actions,
-                       faults=[(f["start_s"], f["duration_s"], f["name"]) for f in world["faults"]
-                               if f["name"] != "lag_unread"],
-                       max_lag_age_s=world["lag_max_age_s"],
-                       title=f"{run_title(plan.settings.label(), inputs)}: lag, replicas, "
-                             "consume rate")
-    replicas, replicas_png = per_replica(run, events, spike, run_title(plan.settings.label(),
-                                                                       inputs), store)
-    result = RunResult(settings=plan.settings, run_dir=layout.root, spec=spec,
+    return RunResult(settings=plan.settings, run_dir=layout.root, spec=spec,
                        measurements=measurements, reconciliation=reconciliation,
                        timeline=run.timeline, events=events, inputs=inputs,
                        artifacts={**layout.artifacts(), "replicas_png": replicas_png},
@@ -132,8 +156,22 @@ def analyse(run: Any, broker: dict[str, Any], kafka_version: str,
                        experiment={"replicas": replicas.to_dict()},
                        machine_info=machine_info(), commit_info=run.commit_info,
                        store_times=store, world=world)
-    result.write()
-    return result
+
+
+def _inputs(run: Any, broker: dict[str, Any], kafka_version: str) -> Inputs:
+    """The run's inputs as ``benchmark.json`` records them."""
+    plan = run.plan
+    return Inputs(
+        profile=plan.profile.name, policy=plan.policy_name, balancer=plan.balancer,
+        partitions=plan.profile.partitions, seed=plan.profile.seed, scale=plan.settings.scale,
+        engine=plan.engine, trigger_interval_s=plan.trigger_interval_s,
+        spark_remote=redact_remote(run.spark_remote),
+        static_membership=plan.settings.static_membership,
+        settings=plan.settings.to_document(),
+        versions={**versions(kafka_version),
+                  # a platform running real control-plane parts names their versions
+                  **dict(getattr(run.parts.platform, "versions", None) or {})},
+        broker=broker)
 
 
 def measured_from(run: Any, rates: str | None, reconciliation: Any, committed: Any
