@@ -27,6 +27,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
@@ -65,6 +66,9 @@ class ReconcileWorker(StartStop):
         self.process: Any = None
         self._conn: Connection | None = None
         self._dir: str | None = None
+        # one request at a time on the connection: a run's analysis calls from a thread of its
+        # own (experiment/analysis.py), and one left over from a failed analysis may still wait
+        self._lock = threading.Lock()
 
     def start(self) -> "ReconcileWorker":
         """Start the worker and connect to it; returns self."""
@@ -114,8 +118,9 @@ class ReconcileWorker(StartStop):
             raise LagscaleError("reconcile worker: not started")
         start = time.perf_counter()
         try:
-            self._conn.send(request)
-            reply = self._conn.recv()
+            with self._lock:
+                self._conn.send(request)
+                reply = self._conn.recv()
         except (EOFError, OSError) as exc:
             self.process.wait(EXIT_WAIT_S)  # a crashed worker's status, once the kernel has it
             raise LagscaleError(f"reconcile worker is gone ({exc!r}): "
@@ -174,8 +179,13 @@ class _Shared:
         self.enabled = False
         self.log_path: Path | None = None
         self.worker: ReconcileWorker | None = None
+        self._lock = threading.Lock()  # one start of the worker, whichever thread asks first
 
     def get(self) -> ReconcileWorker | None:
+        with self._lock:
+            return self._get()
+
+    def _get(self) -> ReconcileWorker | None:
         if not self.enabled:
             return None
         if self.worker is not None and (self.worker.process is None
