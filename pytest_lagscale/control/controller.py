@@ -12,7 +12,8 @@ the schedule; called directly, the caller runs it on its own schedule::
     if sync.replicas_after != sync.replicas_before: set_replicas(sync.replicas_after)
 
 Both return frozen dataclasses holding everything the event log needs
-(``policy.base.step_record``, equal to ``dataclasses.asdict``, makes the record). Nothing here reads a clock, does I/O or logs.
+(``policy.base.step_record``, equal to ``dataclasses.asdict``, makes the record). Nothing here
+reads a clock, does I/O or logs.
 """
 
 from __future__ import annotations
