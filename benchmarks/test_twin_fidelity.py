@@ -58,8 +58,8 @@ instead of 17 s (it happened in 2 of 5 spike-ci runs: CI of 2026-11-23, reaction
 the twin's 27.5 s, and set 3 on this machine, 40.1 s; given its cold starts the twin predicts
 that one at 40.6 s): its errors past the band are recorded and xfail.
 
-Cost: 100 draws of a ci run take 7-9 s (the twin runs ~3,500x real time); the 30 held-out
-runs, 100 draws and 30 given their cold starts, about 4.5 minutes on two processes.
+Cost: 100 draws of a ci run take 5-8 s (the twin runs ~4,000x real time); the 30 held-out
+runs, 100 draws and 30 given their cold starts, about 4 minutes on two processes.
 """
 
 from __future__ import annotations

@@ -298,8 +298,10 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
         params: :class:`~.params.TwinParams`; default: the committed calibration.
         condition_on_cold_start: predict given this run's start-up speed: the calibration's
             ``cold_start.alone_s`` is scaled by (the run's median cold start / the twin's, an
-            event-level span, never a headline figure) and the draws are simulated again; the
-            factor is :attr:`Fidelity.cold_start_scale`. It separates the model's error from the
+            event-level span, never a headline figure; the twin's from ``draws`` draws with
+            ``params``, shared by runs of the same settings: :func:`_twin_cold_start_median`)
+            and the draws are simulated with it; the factor is
+            :attr:`Fidelity.cold_start_scale`. It separates the model's error from the
             machine's: the same machine class starts a Spark replica in 17 s in one run and in
             32 s in another (CPU and disk of a shared VM), which the committed calibration
             cannot know. Without real cold starts (no ``events.jsonl``) nothing is scaled.
@@ -332,14 +334,15 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     real = spans(records)
     probe = machine_probe_s(records, params.cold_start_cores) if machine_probe else None
     params = with_machine_probe(params, probe)
-    result, twin = _draws(plan, params, seed, draws)
     scale = None
-    real_cold, twin_cold = real.get("cold_start_s"), twin.get("cold_start_s")
-    if condition_on_cold_start and real_cold and twin_cold:
-        scale = statistics.median(real_cold) / statistics.median(twin_cold)
+    real_cold = real.get("cold_start_s") if condition_on_cold_start else None
+    twin_cold = (_twin_cold_start_median(plan, repr(run_settings(bench)), params, seed, draws)
+                 if real_cold else None)
+    if real_cold and twin_cold:
+        scale = statistics.median(real_cold) / twin_cold
         params = replace(params, machine_log_factor=(params.machine_log_factor_mean or 0.0)
                          + math.log(scale), machine_log_factor_sd=0.0)
-        result, twin = _draws(plan, params, seed, draws)
+    result, twin = _draws(plan, params, seed, draws)
     figures = tuple(figure_check(name, _measured(bench, name), result.distribution[name])
                     for name in HEADLINE)
     return Fidelity(run=root.name, label=str((bench.get("run") or {}).get("label", root.name)),
@@ -371,6 +374,27 @@ def _predict_one(job: tuple[Path, dict[str, Any]]) -> tuple[Fidelity | None, lis
         return predict_run(run, **options), None
     except Unsupported as exc:  # its problems, not the exception: they pickle as one line
         return None, list(exc.problems)
+
+
+#: Most entries :func:`_twin_cold_start_median` keeps (a float each).
+_COLD_START_MEDIANS_MAX = 64
+_cold_start_medians: dict[tuple[str, str, int, int], float | None] = {}
+
+
+def _twin_cold_start_median(plan: Any, settings_key: str, params: Any, seed: int,
+                            draws: int) -> float | None:
+    """The median ``cold_start_s`` span (seconds) over ``draws`` draws of ``plan`` with
+    ``params`` (None: no replica started), which the prediction given a run's cold starts
+    divides by. It depends only on the run's settings (``settings_key``: their repr), the
+    parameters, the seed and the draws, not on what the run measured, so the runs of one label
+    share it: computed once per process and kept (at most :data:`_COLD_START_MEDIANS_MAX`)."""
+    key = (settings_key, repr(params), seed, draws)
+    if key not in _cold_start_medians:
+        if len(_cold_start_medians) >= _COLD_START_MEDIANS_MAX:
+            _cold_start_medians.pop(next(iter(_cold_start_medians)))
+        cold = _draws(plan, params, seed, draws)[1].get("cold_start_s")
+        _cold_start_medians[key] = statistics.median(cold) if cold else None
+    return _cold_start_medians[key]
 
 
 def _draws(plan: Any, params: Any, seed: int, draws: int) -> tuple[Any, dict[str, list[float]]]:

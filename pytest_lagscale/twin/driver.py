@@ -343,9 +343,11 @@ def drive(world: World, policy: Any, inputs: DriveInputs) -> tuple[pd.DataFrame,
                 break
             settled = t > end and _settled(world, inputs)
             timeline.open(t, world, controller.desired, scraped_lag)
-        _marks_due(world, marks, t)
-        world.tick(k)
-        controller.observe(k)
+        if marks and marks[0][0] <= t + 1e-9:
+            _marks_due(world, marks, t)
+        world.tick(k, t)
+        if controller.scalers is not None or controller.pod_lag is not None:
+            controller.observe(k)
         while switches and switches[0].at_s <= t + 1e-9:
             controller.switch(switches.pop(0), t)
         if timer is not None:

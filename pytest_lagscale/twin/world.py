@@ -207,15 +207,21 @@ class World:
                          graceful=True)
 
     # -- one tick --------------------------------------------------------------------------
-    def tick(self, k: int) -> None:
-        """Advance the world to tick ``k`` (time ``k * tick_s``)."""
-        t = round(k * self.tick_s, 6)  # no float drift against the policy's timers
+    def tick(self, k: int, t: float | None = None) -> None:
+        """Advance the world to tick ``k`` (time ``t``: ``round(k * tick_s, 6)``, computed
+        when not given)."""
+        if t is None:
+            t = round(k * self.tick_s, 6)  # no float drift against the policy's timers
         self.prev_log_end, self.now_s = self.log_end, t
         if k >= 0:
             self.log_end = self.production.at(k)
         self.consumed_in_tick = 0.0
         self._cold_starts(t)
         for replica in list(self.replicas):
+            batch = replica.batch
+            if batch is not None and t < batch.end_s and replica.probe_ready \
+                    and replica.sigterm_s is None and replica.phase == "member":
+                continue  # a ready member in a batch: neither step below has anything to do
             self._lifecycle(replica, t)
             if replica.phase in ("member", "stopping"):
                 self._batches(replica, t)
@@ -334,12 +340,13 @@ class World:
         """Records per owned partition fetchable at ``t`` (assigned and first fetch done): the
         log end interpolated within the tick when ``t`` lies before the world's time (a start
         off the tick grid takes only what was produced by then)."""
-        end, position = self.log_end, self.position
+        # ``.item``: Python ints, not numpy scalars (whose arithmetic is several times slower)
+        end, position = self.log_end.item, self.position.item
         if t >= self.now_s:
-            return {q: int(end[q] - position[q]) for q, at in replica.owned.items() if at <= t}
+            return {q: end(q) - position(q) for q, at in replica.owned.items() if at <= t}
         frac = max(0.0, 1.0 - (self.now_s - t) / self.tick_s)
-        prev = self.prev_log_end
-        return {q: max(0, int(prev[q] + math.floor((end[q] - prev[q]) * frac) - position[q]))
+        prev = self.prev_log_end.item
+        return {q: max(0, prev(q) + math.floor((end(q) - prev(q)) * frac) - position(q))
                 for q, at in replica.owned.items() if at <= t}
 
     def _start_batch(self, replica: Replica, t: float, now_s: float) -> None:
@@ -382,8 +389,9 @@ class World:
         span = batch.end_s - batch.write_start_s
         if span <= 0:
             return 0.0
-        done = min(1.0, max(0.0, (t + self.tick_s - batch.write_start_s) / span))
-        due = batch.records * done - batch.credited
+        done = (t + self.tick_s - batch.write_start_s) / span
+        due = batch.records * (1.0 if done > 1.0 else 0.0 if done < 0.0 else done) \
+            - batch.credited
         if due <= 0:
             return 0.0
         batch.credited += due
@@ -416,7 +424,8 @@ class World:
     # -- what the controller reads ---------------------------------------------------------
     def offsets(self) -> dict[int, tuple[int, int]]:
         """``{partition: (committed, log_end)}`` as the lag source reads them."""
-        return {q: (int(self.committed[q]), int(self.log_end[q])) for q in range(self.partitions)}
+        committed, end = self.committed.tolist(), self.log_end.tolist()
+        return {q: (committed[q], end[q]) for q in range(self.partitions)}
 
     @property
     def total_lag(self) -> int:

@@ -173,10 +173,10 @@ def test_the_timelines_lag_is_prometheus_newest_scrape_at_the_draws_phase(
     worlds: list[World] = []
     original = World.tick
 
-    def tick(self, k: int) -> None:
+    def tick(self, k: int, t: float | None = None) -> None:
         true_lag[k] = self.total_lag  # what a scrape at tick k reads (before the tick)
         worlds.append(self)
-        original(self, k)
+        original(self, k, t)
 
     monkeypatch.setattr(World, "tick", tick)
     per_scrape = int(round(driver.LAG_SCRAPE_INTERVAL_S / TICK_S))
