@@ -158,7 +158,13 @@ def self_check(runs: Sequence[str | Path], *, pairs: int = 40, draws: int = 30, 
                      per_assertion={k: v / pairs for k, v in sorted(passed.items())})
 
 
-@functools.lru_cache(maxsize=None)
+#: Most runs whose plan and prediction a process keeps (:func:`_plan`, :func:`_prior`): more
+#: than one self-check holds (the fixtures and a gate: 32 runs), so a long-lived process that
+#: checks many sets of runs stays bounded.
+_RUNS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=_RUNS_KEPT)
 def _plan(run: str, calibration: str | None) -> tuple[str, str, Any, Any, Any]:
     """``(name, label, plan, params, production)`` of one run, read once per process (a forked
     worker inherits what the parent read)."""
@@ -173,7 +179,7 @@ def _plan(run: str, calibration: str | None) -> tuple[str, str, Any, Any, Any]:
     return name, label, plan, params, production(plan.profile, TICK_S)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=_RUNS_KEPT)
 def _prior(run: str, calibration: str | None, seed: int, draws: int) -> dict[str, list[float]]:
     """The prediction from the calibration's prior alone: the same for every set."""
     from ..twin.run import simulate_draws
