@@ -174,15 +174,19 @@ _WHERE = ("out_dir",)
 
 
 def _given(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """``inputs`` as a setup: the run settings left at None dropped (a setting not given on a
-    run is the same setup as a run recorded before that option existed: its document has no
-    key), the output directory dropped, and the Deployment file by its name (a test writes its
-    Deployment into its own temporary directory, a new one per pytest session)."""
+    """``inputs`` as a setup: the inputs and run settings left at None dropped (a setting not
+    given on a run is the same setup as a run recorded before that option existed: its document
+    has no key), the output directory dropped, and the Deployment by its bytes
+    (``deployment_sha256``) when the document records them, else by its file name (a test
+    writes its Deployment into its own temporary directory, a new one per pytest session)."""
     settings = {k: v for k, v in (inputs.get("settings") or {}).items()
                 if v is not None and k not in _WHERE}
-    if isinstance(settings.get("deployment"), str):
+    if inputs.get("deployment_sha256"):
+        settings.pop("deployment", None)
+    elif isinstance(settings.get("deployment"), str):
         settings["deployment"] = Path(settings["deployment"]).name
-    return {**inputs, "settings": settings} if "settings" in inputs else dict(inputs)
+    given = {k: v for k, v in inputs.items() if v is not None}
+    return {**given, "settings": settings} if "settings" in inputs else given
 
 
 def _same_inputs(label: str, docs: Sequence[Mapping[str, Any]]) -> None:

@@ -84,7 +84,9 @@ class Inputs:
     """What the run was given. ``versions`` maps kafka/spark/librdkafka/python to strings;
     ``trigger_interval_s`` is the replicas' micro-batch trigger (seconds); ``spark_remote`` the
     Spark Connect URL with credentials removed (None for other engines); ``static_membership``
-    whether the replicas were static group members (``--static-membership``)."""
+    whether the replicas were static group members (``--static-membership``);
+    ``deployment_sha256`` the hex SHA-256 of the Deployment file's bytes when the run was given
+    one (``--deployment``), None for the bundled one."""
 
     profile: str
     policy: str
@@ -98,6 +100,7 @@ class Inputs:
     static_membership: bool = False
     versions: Mapping[str, str] = field(default_factory=dict)
     broker: Mapping[str, Any] = field(default_factory=dict)
+    deployment_sha256: str | None = None
     #: the run's settings as given, every field
     #: (:meth:`pytest_lagscale.experiment.settings.RunSettings.to_document`); read them back
     #: with ``RunSettings.from_document(doc["inputs"]["settings"])``.

@@ -6,6 +6,7 @@ produced" from the group's committed offsets, with duplicates reported as not me
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,14 @@ def _deployment(tmp_path: Path) -> Path:
 
 def test_a_plain_command_consumer_scales_through_a_spike_measured_from_the_broker(
         kafka_cluster: Any, tmp_path: Path) -> None:
+    deployment = _deployment(tmp_path)
     result = run_experiment(RunSettings(profile=DATA / "spike-short.yaml",
-                                        deployment=_deployment(tmp_path), out_dir=tmp_path,
+                                        deployment=deployment, out_dir=tmp_path,
                                         settle_timeout_s=60), cluster=kafka_cluster)
     doc = result.document()
+    # the setup is the Deployment's bytes, wherever the file was written
+    assert doc["inputs"]["deployment_sha256"] == hashlib.sha256(
+        deployment.read_bytes()).hexdigest()
     run = doc["run"]
     assert run["measured_from"] == {
         "consumer": "command", "rates_and_dips": "committed_offsets",

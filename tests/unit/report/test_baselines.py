@@ -288,3 +288,28 @@ def test_where_a_run_was_written_is_not_its_setup() -> None:
     two["inputs"]["settings"]["deployment"] = "/tmp/pytest-8/t0/consumer-ci.yaml"
     with pytest.raises(ConfigError, match=r"inputs differ in \['settings'\]"):
         derive_baseline("spike-ci", [(SPIKE, one), (SPIKE, two)])
+
+
+def test_a_recorded_deployment_digest_compares_the_deployments_by_their_bytes() -> None:
+    """Two Deployment files of one name with different bytes are two setups; one Deployment
+    written under two names is one."""
+    doc = benchjson.load(SPIKE)
+    one, two = copy.deepcopy(doc), copy.deepcopy(doc)
+    one["inputs"]["settings"] = {"deployment": "/tmp/pytest-7/t0/consumer-ci.yaml"}
+    two["inputs"]["settings"] = {"deployment": "/tmp/pytest-8/t1/renamed.yaml"}
+    one["inputs"]["deployment_sha256"] = two["inputs"]["deployment_sha256"] = "ab" * 32
+    base = derive_baseline("spike-ci", [(SPIKE, one), (SPIKE, two)])
+    assert base["baseline"]["spread"]["peak_lag_records"]["n"] == 2
+    two["inputs"]["settings"] = {"deployment": "/tmp/pytest-8/t0/consumer-ci.yaml"}
+    two["inputs"]["deployment_sha256"] = "cd" * 32
+    with pytest.raises(ConfigError, match=r"inputs differ in \['deployment_sha256'\]"):
+        derive_baseline("spike-ci", [(SPIKE, one), (SPIKE, two)])
+
+
+def test_a_run_on_the_bundled_deployment_matches_one_recorded_before_the_digest() -> None:
+    doc = benchjson.load(SPIKE)
+    older, newer = copy.deepcopy(doc), copy.deepcopy(doc)
+    older["inputs"].pop("deployment_sha256", None)
+    newer["inputs"]["deployment_sha256"] = None
+    base = derive_baseline("spike-ci", [(SPIKE, older), (SPIKE, newer)])
+    assert base["baseline"]["spread"]["peak_lag_records"]["n"] == 2
