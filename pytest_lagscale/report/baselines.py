@@ -173,26 +173,32 @@ def metric_baseline(name: str, values: Sequence[float | None], direction: str,
 _WHERE = ("out_dir",)
 
 
-def _given(inputs: Mapping[str, Any]) -> dict[str, Any]:
+def _given(inputs: Mapping[str, Any], by_bytes: bool) -> dict[str, Any]:
     """``inputs`` as a setup: the inputs and run settings left at None dropped (a setting not
     given on a run is the same setup as a run recorded before that option existed: its document
-    has no key), the output directory dropped, and the Deployment by its bytes
-    (``deployment_sha256``) when the document records them, else by its file name (a test
-    writes its Deployment into its own temporary directory, a new one per pytest session)."""
+    has no key), the output directory dropped, and a given Deployment by its bytes
+    (``deployment_sha256``) when ``by_bytes``, else by its file name (a test writes its
+    Deployment into its own temporary directory, a new one per pytest session)."""
     settings = {k: v for k, v in (inputs.get("settings") or {}).items()
                 if v is not None and k not in _WHERE}
-    if inputs.get("deployment_sha256"):
-        settings.pop("deployment", None)
-    elif isinstance(settings.get("deployment"), str):
-        settings["deployment"] = Path(settings["deployment"]).name
     given = {k: v for k, v in inputs.items() if v is not None}
+    if by_bytes:
+        settings.pop("deployment", None)
+    else:
+        given.pop("deployment_sha256", None)
+        if isinstance(settings.get("deployment"), str):
+            settings["deployment"] = Path(settings["deployment"]).name
     return {**given, "settings": settings} if "settings" in inputs else given
 
 
 def _same_inputs(label: str, docs: Sequence[Mapping[str, Any]]) -> None:
-    first = _given(docs[0]["inputs"])
+    """Raise unless every sample is one setup (:func:`_given`): Deployments compared by their
+    bytes when every sample given one records them, else by file name."""
+    given = [d["inputs"] for d in docs if (d["inputs"].get("settings") or {}).get("deployment")]
+    by_bytes = all(i.get("deployment_sha256") for i in given)
+    first = _given(docs[0]["inputs"], by_bytes)
     for doc in docs[1:]:
-        other = _given(doc["inputs"])
+        other = _given(doc["inputs"], by_bytes)
         diff = sorted(k for k in set(first) | set(other) if first.get(k) != other.get(k))
         if diff:
             raise ConfigError(f"{label}: the samples' inputs differ in {diff!r}; a baseline "

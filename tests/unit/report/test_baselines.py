@@ -313,3 +313,17 @@ def test_a_run_on_the_bundled_deployment_matches_one_recorded_before_the_digest(
     newer["inputs"]["deployment_sha256"] = None
     base = derive_baseline("spike-ci", [(SPIKE, older), (SPIKE, newer)])
     assert base["baseline"]["spread"]["peak_lag_records"]["n"] == 2
+
+
+def test_samples_recorded_before_the_digest_and_after_compare_by_file_name() -> None:
+    doc = benchjson.load(SPIKE)
+    older, newer = copy.deepcopy(doc), copy.deepcopy(doc)
+    older["inputs"]["settings"] = {"deployment": "/tmp/pytest-7/t0/consumer-ci.yaml"}
+    older["inputs"].pop("deployment_sha256", None)
+    newer["inputs"]["settings"] = {"deployment": "/tmp/pytest-9/t0/consumer-ci.yaml"}
+    newer["inputs"]["deployment_sha256"] = "ab" * 32
+    base = derive_baseline("spike-ci", [(SPIKE, older), (SPIKE, newer)])
+    assert base["baseline"]["spread"]["peak_lag_records"]["n"] == 2
+    newer["inputs"]["settings"] = {"deployment": "/tmp/pytest-9/t0/other.yaml"}
+    with pytest.raises(ConfigError, match=r"inputs differ in \['settings'\]"):
+        derive_baseline("spike-ci", [(SPIKE, older), (SPIKE, newer)])
