@@ -29,9 +29,10 @@ Kubernetes API allows (kubernetes.io API reference, core/v1 Probe: ``periodSecon
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -158,6 +159,8 @@ class DeploymentConfig:
             is a member of the group).
         liveness: the liveness probe, or None when the container has none.
         cpu_request_millicores: ``resources.requests.cpu`` in millicores (None when unset).
+        sha256: hex SHA-256 of the file's bytes as :func:`load_deployment` read them (None for
+            a document parsed from memory): two runs had the same Deployment when these match.
     """
 
     source: str
@@ -174,6 +177,7 @@ class DeploymentConfig:
     selector: Mapping[str, str] = field(default_factory=dict)
     liveness: LivenessProbe | None = None
     command: CommandConsumer | None = None
+    sha256: str | None = None
 
     @property
     def name(self) -> str:
@@ -206,7 +210,8 @@ def load_deployment(path: str | Path) -> DeploymentConfig:
     Raises:
         ConfigError: every problem in the file, one line each.
     """
-    return parse_deployment(_read.load_yaml(path), source=str(path))
+    config = parse_deployment(_read.load_yaml(path), source=str(path))
+    return replace(config, sha256=hashlib.sha256(Path(path).read_bytes()).hexdigest())
 
 
 def parse_deployment(doc: Any, *, source: str = "<string>") -> DeploymentConfig:

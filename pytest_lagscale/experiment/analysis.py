@@ -5,11 +5,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any, Callable
 
 from ..analyze.broker_view import broker_replica_records, commit_times, output_times
@@ -170,22 +168,11 @@ def _inputs(run: Any, broker: dict[str, Any], kafka_version: str) -> Inputs:
         spark_remote=redact_remote(run.spark_remote),
         static_membership=plan.settings.static_membership,
         settings=plan.settings.to_document(),
-        deployment_sha256=_file_sha256(plan.deployment.source)
-        if plan.settings.deployment is not None else None,
+        deployment_sha256=plan.deployment.sha256 if plan.settings.deployment is not None else None,
         versions={**versions(kafka_version),
                   # a platform running real control-plane parts names their versions
                   **dict(getattr(run.parts.platform, "versions", None) or {})},
         broker=broker)
-
-
-def _file_sha256(path: str) -> str | None:
-    """Hex SHA-256 of a file's bytes (the run's Deployment: a baseline's samples are one setup
-    when their Deployments have the same bytes, wherever each was written); None when it can no
-    longer be read."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def measured_from(run: Any, rates: str | None, reconciliation: Any, committed: Any
