@@ -407,19 +407,31 @@ def idle_poll_s(runs: Sequence[RunFacts]) -> float | None:
 
 
 def machine_of(runs: Sequence[RunFacts]) -> dict[str, Any]:
-    """``{cores, description}`` from the runs' ``machine_info``.
+    """``{cores, description}`` from the runs' ``machine_info``, and ``release`` (the kernel
+    release, which names the machine image: ``twin.params.calibration_path`` picks a run's
+    calibration by it) when every run recorded one.
 
     Raises:
-        ConfigError: the runs were measured on machines with different core counts.
+        ConfigError: the runs were measured on machines with different core counts, or on
+            two machine images (kernel releases).
     """
-    cores = {(f.benchmark.get("machine_info") or {}).get("cpu_count") for f in runs}
+    infos = [f.benchmark.get("machine_info") or {} for f in runs]
+    cores = {info.get("cpu_count") for info in infos}
     if len(cores) != 1 or None in cores:
         raise ConfigError(f"machine_info.cpu_count: got {sorted(map(str, cores))}, expected one "
                           "core count over all runs; calibrate from runs of one machine")
-    node = {(f.benchmark.get("machine_info") or {}).get("node", "?") for f in runs}
-    return {"cores": int(cores.pop()),
-            "description": f"host {', '.join(sorted(map(str, node)))}: broker, Prometheus and "
-                           "replicas on one machine"}
+    releases = {info.get("release") for info in infos}
+    if len(releases - {None}) > 1:
+        raise ConfigError(f"machine_info.release: got {sorted(releases - {None})}, expected one "
+                          "kernel release over all runs; calibrate from runs of one machine "
+                          "image")
+    node = {info.get("node", "?") for info in infos}
+    machine = {"cores": int(cores.pop()),
+               "description": f"host {', '.join(sorted(map(str, node)))}: broker, Prometheus "
+                              "and replicas on one machine"}
+    if None not in releases and releases:
+        machine["release"] = str(releases.pop())
+    return machine
 
 
 def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:

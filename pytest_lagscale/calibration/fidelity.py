@@ -102,6 +102,7 @@ class Fidelity:
     cold_start_scale: float | None = None
     probe_alone_s: float | None = None
     held_out: bool = True
+    calibration: str = ""
 
     def figure(self, name: str) -> FigureCheck:
         """The check of headline figure ``name``."""
@@ -109,10 +110,11 @@ class Fidelity:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: ``run``, ``label``, ``draws``, ``seconds``, ``cold_start_scale``,
-        ``probe_alone_s``, ``held_out``, ``figures`` and ``spans`` by name."""
+        ``probe_alone_s``, ``held_out``, ``calibration``, ``figures`` and ``spans`` by name."""
         return {"run": self.run, "label": self.label, "draws": self.draws,
                 "seconds": round(self.seconds, 3), "cold_start_scale": self.cold_start_scale,
                 "probe_alone_s": self.probe_alone_s, "held_out": self.held_out,
+                "calibration": self.calibration,
                 "figures": {f.name: asdict(f) for f in self.figures},
                 "spans": {s.name: asdict(s) for s in self.spans}}
 
@@ -182,6 +184,18 @@ def machine_probe_s(records: Iterable[tuple[float, str, str | None, dict[str, An
     if not spans_s:
         return None
     return probe_alone_s(spans_s, len(started), cores)
+
+
+def machine_release(benchmark: dict[str, Any]) -> str | None:
+    """The kernel release of the machine a run ran on (``machine_info.release`` of its
+    benchmark JSON), which names its machine image; None when not recorded."""
+    return (benchmark.get("machine_info") or {}).get("release") or None
+
+
+def calibration_name(params: Any) -> str:
+    """Which calibration ``params`` came from: its machine image (``machine.release``) when
+    the file records one, else the file's name."""
+    return str((params.machine or {}).get("release") or Path(params.source).name)
 
 
 def with_machine_probe(params: Any, probe_s: float | None) -> Any:
@@ -295,7 +309,9 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
             beside it is optional (without it the spans have no real samples).
         draws: twin draws (1..1000).
         seed: the draws' seed.
-        params: :class:`~.params.TwinParams`; default: the committed calibration.
+        params: :class:`~.params.TwinParams`; default: the committed calibration of the
+            run's machine image (:func:`machine_release`; ``twin.params.calibration_path``:
+            the engine's default when the project has none of that image).
         condition_on_cold_start: predict given this run's start-up speed: the calibration's
             ``cold_start.alone_s`` is scaled by (the run's median cold start / the twin's, an
             event-level span, never a headline figure; the twin's from ``draws`` draws with
@@ -328,7 +344,7 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
     root = run_document_path(run).parent
     started = time.perf_counter()
     plan = plan_for(bench)
-    params = params or params_for(plan)
+    params = params or params_for(plan, release=machine_release(bench))
     events = RunDir(root).events_jsonl
     records = real_records(events) if events.is_file() else []
     real = spans(records)
@@ -350,7 +366,8 @@ def predict_run(run: str | Path, *, draws: int = 30, seed: int = 0,
                     spans=span_checks(real, twin),
                     cold_start_scale=None if scale is None else round(scale, 3),
                     probe_alone_s=None if probe is None else round(probe, 3),
-                    held_out=root.name not in params.source_runs)
+                    held_out=root.name not in params.source_runs,
+                    calibration=calibration_name(params))
 
 
 def predict_runs(runs: Sequence[str | Path], *, workers: int = 1, **options: Any

@@ -63,6 +63,8 @@ def render(fidelity: Any) -> list[Any]:
              if fidelity.cold_start_scale is not None else "")
     if fidelity.probe_alone_s is not None:
         scale += f", machine probe: alone start {fidelity.probe_alone_s:.2f} s"
+    if fidelity.calibration:
+        scale += f", calibration {fidelity.calibration}"
     title = f"{fidelity.label}: real vs twin ({fidelity.draws} draws{scale})"
     figures = Table(title=title, min_width=len(title))  # the title on one line
     for column in ("figure", "measured", "twin median", "twin 5-95 %", "error", "in band",

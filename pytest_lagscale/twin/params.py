@@ -1,12 +1,12 @@
 """The twin's parameters: :class:`TwinParams`, from a versioned calibration file and a Deployment.
 
-A calibration file (``pytest_lagscale/data/twin/<engine>.yaml``, ``schema_version: 1``) holds
-what depends on the engine and the machine, extracted from real runs by ``lagscale twin
-calibrate`` (:mod:`pytest_lagscale.calibration.calibrate`; docs/twin.md gives each derivation)::
+A calibration file (``pytest_lagscale/data/twin/<engine>.yaml``, and one per machine image in
+``machines/<kernel release>/``: :func:`calibration_path`) holds what depends on the engine and
+the machine, extracted from real runs by ``lagscale twin calibrate`` (docs/twin.md)::
 
     schema_version: 1
     engine: spark
-    machine: {cores: 2, description: "..."}
+    machine: {cores: 2, description: "...", release: 6.18.44-fc-v657}  # release: optional
     source_runs: [20261123T051559Z-spike-ci, ...]     # run directories the numbers came from
     processing:
       per_batch_engine_s: 0.237    # one member, nothing starting
@@ -213,8 +213,15 @@ class TwinParams:
         return self.max_batch_records / self.batch_s(self.max_batch_records)
 
 
-def calibration_path(engine: str) -> Path:
-    """The bundled calibration file of ``engine``.
+#: The bundled calibrations (``data/twin/<engine>.yaml`` and ``machines/<release>/``).
+_TWIN_DATA = Path(str(resources.files("pytest_lagscale") / "data" / "twin"))
+
+
+def calibration_path(engine: str, release: str | None = None) -> Path:
+    """The bundled calibration file of ``engine``: the one measured on the machine image
+    ``release`` (a kernel release as a run records it, ``machine_info.release``) when the
+    project has one (``data/twin/machines/<release>/<engine>.yaml``,
+    :func:`machine_calibrations`), else the default ``data/twin/<engine>.yaml``.
 
     Raises:
         ConfigError: no calibration is bundled for ``engine``.
@@ -222,7 +229,18 @@ def calibration_path(engine: str) -> Path:
     if engine not in ENGINES:
         raise ConfigError(f"--engine: got {engine!r}, expected one of {', '.join(ENGINES)} "
                           "(the engines the twin has a calibration for); pick one of them")
-    return Path(str(resources.files("pytest_lagscale") / "data" / "twin" / f"{engine}.yaml"))
+    return machine_calibrations(engine).get(release or "", _TWIN_DATA / f"{engine}.yaml")
+
+
+def machine_calibrations(engine: str) -> dict[str, Path]:
+    """``{release: path}`` of the bundled calibrations of ``engine`` measured on one machine
+    image each (``data/twin/machines/<release>/<engine>.yaml``; the folder's name is the
+    kernel release its runs recorded, ``machine.release`` in the file). Adding one is one file:
+    ``lagscale twin calibrate`` of runs of that image, written there."""
+    folder = _TWIN_DATA / "machines"
+    if not folder.is_dir():
+        return {}
+    return {path.parent.name: path for path in sorted(folder.glob(f"*/{engine}.yaml"))}
 
 
 def _number(node: Mapping[str, Any], key: str, path: str, p: Problems, lo: float, hi: float,
@@ -356,7 +374,7 @@ def load_calibration(path: str | Path) -> dict[str, Any]:
 
 def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | None = None,
                 trigger_interval_s: float | None = None,
-                calibration: str | Path | None = None) -> TwinParams:
+                calibration: str | Path | None = None, release: str | None = None) -> TwinParams:
     """The twin's parameters for a Deployment: its replica flags plus the engine's calibration.
 
     Args:
@@ -364,7 +382,10 @@ def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | N
         engine: overrides the Deployment's ``--engine``.
         balancer: overrides its ``--balancer``.
         trigger_interval_s: overrides its ``--trigger-interval`` (seconds).
-        calibration: a calibration file; default: the bundled one of the engine.
+        calibration: a calibration file; default: the bundled one of the engine for the
+            machine image ``release`` (:func:`calibration_path`).
+        release: the kernel release of the machine the run is on (``machine_info.release``);
+            None: the engine's default calibration.
 
     Raises:
         ConfigError: no calibration for the engine, a bad calibration file, or a balancer the
@@ -381,7 +402,7 @@ def twin_params(deployment: Any, *, engine: str | None = None, balancer: str | N
     if balancer not in PROTOCOLS:
         raise ConfigError(f"--balancer: got {balancer!r}, expected one of "
                           f"{', '.join(PROTOCOLS)}; pick one of them")
-    values = load_calibration(calibration or calibration_path(engine))
+    values = load_calibration(calibration or calibration_path(engine, release))
     if values["engine"] != engine:
         raise ConfigError(f"'engine': got {values['engine']!r}, expected {engine!r} in "
                           f"{values['source']}; use the calibration of the engine {engine!r}")

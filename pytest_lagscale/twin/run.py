@@ -190,14 +190,18 @@ def run_spec(plan: Any, prod: Production) -> RunSpec:
                    partition_counts=prod.counts())
 
 
-def params_for(plan: Any, calibration: str | Path | None = None) -> TwinParams:
-    """The twin's parameters of a plan (its Deployment, engine, balancer, trigger interval).
+def params_for(plan: Any, calibration: str | Path | None = None,
+               release: str | None = None) -> TwinParams:
+    """The twin's parameters of a plan (its Deployment, engine, balancer, trigger interval),
+    from ``calibration`` or the bundled one of the engine for the machine image ``release``
+    (a kernel release, ``machine_info.release``; ``params.calibration_path``).
 
     Raises:
         ConfigError: a bad calibration, or a CPU policy it cannot model (:func:`check_models`).
     """
     params = twin_params(plan.deployment, engine=plan.engine, balancer=plan.balancer,
-                         trigger_interval_s=plan.trigger_interval_s, calibration=calibration)
+                         trigger_interval_s=plan.trigger_interval_s, calibration=calibration,
+                         release=release)
     check_models(plan, params)
     return params
 

@@ -188,6 +188,20 @@ def test_calibrate_refuses_runs_without_the_engine_or_from_two_machines(tmp_path
         calibrate([one, other], "spark")
 
 
+def test_calibrate_records_the_machine_image_and_refuses_two(tmp_path: Path) -> None:
+    """The kernel release names the machine image a calibration is picked by: recorded when
+    every run has one, refused when the runs ran on two."""
+    info = {"cpu_count": 2, "node": "vm", "release": "6.18.44-fc-v657"}
+    one = read_run(make_run(tmp_path, machine_info=info))
+    assert calibrate([one], "spark")["machine"]["release"] == "6.18.44-fc-v657"
+    other = read_run(make_run(tmp_path, "20261123T000001Z-spike-ci",
+                              machine_info={**info, "release": "6.18.44-fc-v595"}))
+    with pytest.raises(ConfigError, match="machine_info.release: got .*v595.*v657"):
+        calibrate([one, other], "spark")
+    unrecorded = read_run(make_run(tmp_path, "20261123T000002Z-spike-ci"))
+    assert "release" not in calibrate([one, unrecorded], "spark")["machine"]
+
+
 def test_run_dirs_takes_runs_and_their_parent(tmp_path: Path) -> None:
     run = make_run(tmp_path / "runs")
     assert run_dirs([run]) == [run] == run_dirs([tmp_path / "runs"])

@@ -304,6 +304,26 @@ def test_a_calibration_source_run_is_predicted_as_in_sample(tmp_path: Path) -> N
     assert predict_run(_golden("spike-ci"), draws=1).held_out is True
 
 
+def test_a_run_is_predicted_with_its_machine_images_calibration(tmp_path: Path) -> None:
+    """A run records its kernel release; the prediction takes that image's calibration when
+    one is bundled (its own source runs then in-sample), else the engine's default."""
+    from pytest_lagscale.twin.params import (calibration_path, load_calibration,
+                                             machine_calibrations)
+
+    release, path = next(iter(machine_calibrations("spark").items()))
+    bench = json.loads(_golden("spike-ci").read_text())
+    bench["machine_info"]["release"] = release
+    name = load_calibration(path)["source_runs"][0]
+    for run in ("20261201T000000Z-spike-ci", name):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "benchmark.json").write_text(json.dumps(bench))
+    held = predict_run(tmp_path / "20261201T000000Z-spike-ci", draws=1)
+    assert (held.calibration, held.held_out) == (release, True)
+    assert predict_run(tmp_path / name, draws=1).held_out is False
+    default = load_calibration(calibration_path("spark"))["machine"].get("release")
+    assert predict_run(_golden("spike-ci"), draws=1).calibration == (default or "spark.yaml")
+
+
 def test_the_machine_probe_is_a_known_machine_factor(tmp_path: Path) -> None:
     """A probe twice the calibration's start-up time, taken as exact (probe_sd 0), doubles the
     twin's starts; with a run_to_run slope of 1 the engine terms follow it and the drain takes

@@ -1,6 +1,7 @@
 """calibration/fidelity.py: the prediction given a run's cold starts divides by the twin's median
 cold start, which depends on the run's settings and not on what it measured; two held-out runs
-of one label (``tests/fixtures/heldout``) share it and predict as each does alone."""
+of one label and one machine image (``tests/fixtures/heldout``, both of the default
+calibration's image) share it and predict as each does alone."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from pytest_lagscale.calibration import fidelity
 
 HELD_OUT = Path(__file__).resolve().parents[2] / "fixtures" / "heldout"
-RUNS = (HELD_OUT / "20261129T135638Z-spike-ci", HELD_OUT / "20261129T212527Z-spike-ci")
+RUNS = (HELD_OUT / "20261129T114528Z-spike-ci", HELD_OUT / "20261129T135638Z-spike-ci")
 
 
 @pytest.fixture

@@ -27,14 +27,14 @@ def _predict(*args: object):
 def test_a_held_out_run_is_predicted_within_the_stated_band() -> None:
     result = _predict(SPIKE, "--draws", "5")
     assert result.exit_code == 0, result.output
-    assert "spike-ci: real vs twin (5 draws)" in result.output
+    assert "spike-ci: real vs twin (5 draws, calibration 6.18.44-fc-v595)" in result.output
     assert "peak_lag_records" in result.output and "revoke_to_assigned_s" in result.output
     assert "1 run(s) predicted within the twin's stated band" in result.output
     assert "+-30 % yes" in result.output and "+-6 " in result.output  # reaction, steps
     probed = _predict(SPIKE, "--draws", "2", "--machine-probe")
     assert probed.exit_code == 0, probed.output
-    assert re.search(r"spike-ci: real vs twin \(2 draws, machine probe: alone start \d+\.\d\d s\)",
-                     probed.output)  # on one line
+    assert re.search(r"spike-ci: real vs twin \(2 draws, machine probe: alone start \d+\.\d\d s, "
+                     r"calibration 6\.18\.44-fc-v595\)", probed.output)  # on one line
 
 
 def test_a_run_three_times_slower_than_the_twin_is_outside_the_band(tmp_path: Path) -> None:

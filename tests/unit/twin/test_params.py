@@ -14,6 +14,7 @@ from pytest_lagscale.contract.errors import ConfigError
 from pytest_lagscale.twin.params import (
     calibration_path,
     load_calibration,
+    machine_calibrations,
     parse_calibration,
     twin_params,
 )
@@ -26,6 +27,20 @@ def test_bundled_calibrations_load_and_name_their_runs(engine: str) -> None:
     assert values["source_runs"] and all(r.startswith("2026112") for r in
                                          values["source_runs"])
     assert values["machine"]["cores"] == 2
+
+
+def test_a_machine_images_calibration_is_picked_by_its_release() -> None:
+    """Each bundled per-image calibration sits in the folder of the kernel release its runs
+    recorded; a release without one, or none, gets the engine's default file."""
+    machines = machine_calibrations("spark")
+    assert machines, "no per-image spark calibration is bundled"
+    for release, path in machines.items():
+        assert calibration_path("spark", release) == path
+        assert load_calibration(path)["machine"]["release"] == release
+    default = calibration_path("spark")
+    assert default.name == "spark.yaml" and default not in machines.values()
+    assert calibration_path("spark", "6.1.0-unknown") == default
+    assert calibration_path("arrow", next(iter(machines))) == calibration_path("arrow")
 
 
 def test_deployment_fills_the_processing_parameters() -> None:
