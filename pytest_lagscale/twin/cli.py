@@ -55,6 +55,34 @@ def check_simulate_options(draws: int, seed: int, engine: Optional[str],
     return problems
 
 
+#: ``--machine-image`` value meaning the machine ``lagscale simulate`` runs on.
+THIS_MACHINE = "this"
+
+
+def machine_image(value: Optional[str], problems: list[str]) -> Optional[str]:
+    """The kernel release ``--machine-image`` names (``this``: this machine's,
+    ``platform.release()``), None when not given; a release no bundled calibration was
+    measured on (``twin.params.calibration_path``) adds a problem line and gives None."""
+    import platform
+
+    from .params import ENGINES, calibration_path, load_calibration, machine_calibrations
+
+    if value is None:
+        return None
+    release = platform.release() if value == THIS_MACHINE else value
+    known = {r for engine in ENGINES for r in machine_calibrations(engine)}
+    known |= {load_calibration(calibration_path(engine))["machine"].get("release")
+              for engine in ENGINES} - {None}
+    if release in known:
+        return release
+    shown = f"{value!r}" + (f" ({release})" if value == THIS_MACHINE else "")
+    problems.append(f"--machine-image: got {shown}, expected a machine image the twin has a "
+                    f"calibration of: {', '.join(sorted(known))}, or {THIS_MACHINE!r} on one "
+                    "of them; calibrate the image with `lagscale twin calibrate` (docs/twin.md, "
+                    "\"Calibration\")")
+    return None
+
+
 def distribution_table(draws: object) -> object:
     """A rich table: one row per headline metric, columns median, 5 %, 95 %, draws measured."""
     from rich.table import Table
@@ -97,6 +125,11 @@ def simulate_command(
                                          help="After the profile ends, seconds the run waits "
                                               "to settle (as lagscale run's), 0..7200. "
                                               "Default: 300"),
+    machine_image_option: Optional[str] = typer.Option(
+        None, "--machine-image", metavar="RELEASE|this",
+        help="Predict with the calibration measured on this machine image (a kernel release "
+             "as runs record it, or 'this': the machine simulate runs on). Default: the "
+             "engine's default calibration"),
     prediction_file: Optional[Path] = typer.Option(
         None, "--prediction", metavar="FILE",
         help="Also write the pre-registration JSON of the prediction (the run's inputs, the "
@@ -113,6 +146,7 @@ def simulate_command(
     from .run import simulate_draws, write_run_dir
 
     problems = check_simulate_options(draws, seed, engine, out, scale, settle_timeout)
+    release = machine_image(machine_image_option, problems)
     if prediction_file is not None and (prediction_file.is_dir()
                                         or not prediction_file.parent.is_dir()):
         problems.append(f"--prediction: {str(prediction_file)!r} is a directory or its parent "
@@ -122,7 +156,7 @@ def simulate_command(
                                      partitions=partitions,
                                      engine=engine if engine and not problems else None,
                                      settle_timeout_s=settle_timeout if not problems else 300.0),
-                         problems)
+                         problems, release)
     result = simulate_draws(plan, params, seed, draws)
     written = write_run_dir(result, plan, params, out)
     console = Console()
@@ -154,15 +188,17 @@ def _write_prediction(path: Path, result: object, plan: object, params: object,
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
 
 
-def _plan(settings: object, problems: list[str]) -> tuple[object, object]:
-    """The run's plan and twin parameters; raises the exit-2 ``typer.Exit`` after printing
-    ``problems`` and the inputs' own problems, all at once."""
+def _plan(settings: object, problems: list[str],
+          release: Optional[str] = None) -> tuple[object, object]:
+    """The run's plan and twin parameters (the calibration of the machine image ``release``
+    when given); raises the exit-2 ``typer.Exit`` after printing ``problems`` and the inputs'
+    own problems, all at once."""
     from .run import params_for, plan_of
 
     plan = params = None
     try:
         plan = plan_of(settings)
-        params = params_for(plan)
+        params = params_for(plan, release=release)
     except ConfigError as exc:
         problems = [*problems, *exc.problems]
     if problems:

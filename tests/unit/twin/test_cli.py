@@ -129,3 +129,43 @@ def test_a_bad_settle_timeout_or_prediction_path_exits_2(tmp_path: Path) -> None
     assert "error: --settle-timeout: got 9000, expected seconds in [0, 7200]" in result.output
     assert "error: --prediction: " in result.output
     assert not (tmp_path / "runs").exists()
+
+
+def test_machine_image_picks_that_images_calibration(tmp_path: Path) -> None:
+    """--machine-image names the calibration the prediction is drawn with; an image the
+    twin has no calibration of exits 2 naming the known ones, nothing written."""
+    from pytest_lagscale.twin.params import machine_calibrations
+
+    release, path = next(iter(machine_calibrations("spark").items()))
+    out = tmp_path / "runs"
+    result = _simulate("--profile", "spike-ci", "--draws", "1", "--machine-image", release,
+                       "--out", out)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = out.iterdir()
+    doc = json.loads((run_dir / "benchmark.json").read_text())
+    assert doc["experiment"]["twin"]["calibration"] == str(path)
+    bad = _simulate("--profile", "spike-ci", "--machine-image", "5.0.0-nowhere", "--out",
+                    tmp_path / "bad")
+    assert bad.exit_code == 2
+    assert f"error: --machine-image: got '5.0.0-nowhere', expected a machine image the twin " \
+           f"has a calibration of: 6.18.44-fc-v595, {release}, or 'this'" in bad.output
+    assert not (tmp_path / "bad").exists()
+
+
+def test_machine_image_this_is_the_machine_simulate_runs_on(tmp_path: Path, monkeypatch) -> None:
+    import platform
+
+    from pytest_lagscale.twin.params import machine_calibrations
+
+    release, path = next(iter(machine_calibrations("spark").items()))
+    monkeypatch.setattr(platform, "release", lambda: release)
+    result = _simulate("--profile", "spike-ci", "--draws", "1", "--machine-image", "this",
+                       "--out", tmp_path / "runs")
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    twin = json.loads((run_dir / "benchmark.json").read_text())["experiment"]["twin"]
+    assert twin["calibration"] == str(path)
+    monkeypatch.setattr(platform, "release", lambda: "9.9.9-uncalibrated")
+    bad = _simulate("--profile", "spike-ci", "--machine-image", "this", "--out", tmp_path / "b")
+    assert bad.exit_code == 2
+    assert "error: --machine-image: got 'this' (9.9.9-uncalibrated), expected" in bad.output
