@@ -62,17 +62,15 @@ THIS_MACHINE = "this"
 def machine_image(value: Optional[str], problems: list[str]) -> Optional[str]:
     """The kernel release ``--machine-image`` names (``this``: this machine's,
     ``platform.release()``), None when not given; a release no bundled calibration was
-    measured on (``twin.params.calibration_path``) adds a problem line and gives None."""
+    measured on (``twin.params.calibrated_releases``) adds a problem line and gives None."""
     import platform
 
-    from .params import ENGINES, calibration_path, load_calibration, machine_calibrations
+    from .params import calibrated_releases
 
     if value is None:
         return None
     release = platform.release() if value == THIS_MACHINE else value
-    known = {r for engine in ENGINES for r in machine_calibrations(engine)}
-    known |= {load_calibration(calibration_path(engine))["machine"].get("release")
-              for engine in ENGINES} - {None}
+    known = calibrated_releases()
     if release in known:
         return release
     shown = f"{value!r}" + (f" ({release})" if value == THIS_MACHINE else "")

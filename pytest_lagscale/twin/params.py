@@ -243,6 +243,14 @@ def machine_calibrations(engine: str) -> dict[str, Path]:
     return {path.parent.name: path for path in sorted(folder.glob(f"*/{engine}.yaml"))}
 
 
+def calibrated_releases() -> set[str]:
+    """Every machine image (kernel release) some bundled calibration was measured on: the
+    per-image files' and the default files' ``machine.release``."""
+    releases = {release for engine in ENGINES for release in machine_calibrations(engine)}
+    return releases | {load_calibration(calibration_path(engine))["machine"].get("release")
+                       for engine in ENGINES} - {None}
+
+
 def _number(node: Mapping[str, Any], key: str, path: str, p: Problems, lo: float, hi: float,
             unit: str, *, lo_open: bool = False) -> float:
     value = node.get(key, MISSING)
