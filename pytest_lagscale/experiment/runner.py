@@ -196,6 +196,7 @@ class Run:
         self.produce_result: Any = None
         self.timeline: Any = None
         self.actions_done: list[dict[str, Any]] = []
+        self.actions: Any = None  # the ActionScheduler, from the load on
         self.settled = False
         #: the lag and replicas when the settle phase gave up ("" when it settled)
         self.unsettled_state = ""
@@ -512,35 +513,53 @@ class Run:
                                 self.parts.autoscaler, cluster, self._build_policy,
                                 self.clock.inner.now, prometheus=self.parts.prometheus,
                                 watch=self.parts.watch)
-        with ActionScheduler(plan.actions, context, self.events, self.clock.inner,
-                             self.clock.start_monotonic_s) as actions:
-            try:
-                while producer.is_alive():
-                    self.parts.watch.check()
-                    self._sync_targets()
-                    self._show("load", self._load_lag())
-                    producer.join(1.0)
-            except BaseException as exc:
-                if getattr(exc, "part", None) == BROKER_PART:
-                    broker_gone.set()  # no acknowledgement can come: purge at once
-                stop.set()  # the producer stops, waits a few seconds for acks, purges the rest
-                producer.join(PRODUCER_STOP_S)
-                self.actions_done = actions.done
-                if "result" in outcome:
-                    self.produce_result = outcome["result"]
-                    write_run(self.produce_result, self.layout.root)
-                raise
-        self.actions_done = actions.done
+        # closed by settle (an action under way at the load's end runs on while the run
+        # settles), or here when the load fails, or by the stack when settling fails
+        actions = self.actions = stack.enter_context(ActionScheduler(
+            plan.actions, context, self.events, self.clock.inner, self.clock.start_monotonic_s))
+        self.actions_done = actions.done  # filled as the actions end
+        try:
+            while producer.is_alive():
+                self.parts.watch.check()
+                self._sync_targets()
+                self._show("load", self._load_lag())
+                producer.join(1.0)
+        except BaseException as exc:
+            if getattr(exc, "part", None) == BROKER_PART:
+                broker_gone.set()  # no acknowledgement can come: purge at once
+            stop.set()  # the producer stops, waits a few seconds for acks, purges the rest
+            producer.join(PRODUCER_STOP_S)
+            actions.close()
+            if "result" in outcome:
+                self.produce_result = outcome["result"]
+                write_run(self.produce_result, self.layout.root)
+            raise
+        actions.finish_scheduling()
         if "error" in outcome:
+            actions.close()
             raise outcome["error"]
-        if actions.errors:
-            raise LagscaleError("scheduled action failed: " + "; ".join(actions.errors))
+        self._raise_action_errors()
         self.produce_result = outcome["result"]
         write_run(self.produce_result, self.layout.root)
         marks.join(5)
 
+    def _raise_action_errors(self) -> None:
+        """Raises LagscaleError naming every scheduled action that failed so far."""
+        if self.actions is not None and self.actions.errors:
+            self.actions.close()
+            raise LagscaleError("scheduled action failed: " + "; ".join(self.actions.errors))
+
     def settle(self, stack: ExitStack) -> None:
-        """Wait for lag 0 and replicas back at minReplicaCount (bounded)."""
+        """Wait for lag 0, replicas back at minReplicaCount and the scheduled actions under
+        way ended (bounded); then stop the actions (an unfinished one says ``interrupted``)."""
+        try:
+            self._settle()
+        finally:
+            if self.actions is not None:
+                self.actions.close()
+        self._raise_action_errors()
+
+    def _settle(self) -> None:
         plan, platform, clock = self.plan, self.parts.platform, self.clock.inner
         deadline = clock.now() + plan.settings.settle_timeout_s
         while True:
@@ -550,17 +569,19 @@ class Run:
             at_floor = platform.desired_replicas == platform.current_replicas \
                 == plan.min_replicas
             self._show("settling", lag)
-            if lag == 0 and at_floor:
+            acting = self.actions is not None and self.actions.running
+            if lag == 0 and at_floor and not acting:
                 self.settled = True
                 platform.wait_terminated(within_s=60)
                 return
             if clock.now() >= deadline:
-                log.warning("run %s: not settled within %.0f s (lag %s, %d replicas)",
+                log.warning("run %s: not settled within %.0f s (lag %s, %d replicas%s)",
                             self.layout.name, plan.settings.settle_timeout_s, lag,
-                            platform.current_replicas)
+                            platform.current_replicas, ", an action under way" if acting else "")
                 self.unsettled_state = (f" (at the end: lag {'unread' if lag is None else f'{lag:,}'}"
                                         f" records, {platform.current_replicas} replicas, "
-                                        f"minReplicaCount {plan.min_replicas})")
+                                        f"minReplicaCount {plan.min_replicas}"
+                                        f"{', a scheduled action under way' if acting else ''})")
                 return
             clock.sleep(1.0)
 

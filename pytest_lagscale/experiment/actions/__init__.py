@@ -79,8 +79,10 @@ def plan_actions(specs: Iterable[Any], facts: PlanFacts) -> tuple[Scheduled, ...
 
 class ActionScheduler:
     """Runs scheduled actions at ``start_s + at_s`` on a clock, in a thread (an action with
-    ``background = True`` in a thread of its own); leaving the ``with`` block sets
-    ``context.stopping`` and waits for the actions still running.
+    ``background = True`` in a thread of its own). :meth:`finish_scheduling` (the load ended)
+    starts nothing more but lets the actions under way run on (:attr:`running`): a rolling
+    restart begun during the load completes while the run settles. :meth:`close` (or leaving
+    the ``with`` block) sets ``context.stopping`` and waits for the actions still running.
 
     Args:
         scheduled: from :func:`plan_actions`, ordered by time.
@@ -96,7 +98,9 @@ class ActionScheduler:
         self.clock, self.start_s = clock, start_s
         self.done: list[dict[str, Any]] = []
         self.errors: list[str] = []
-        self._stop = threading.Event()
+        self._stop, self._no_more = threading.Event(), threading.Event()
+        self._busy = 0  # actions inside run_one (the scheduler's thread or their own)
+        self._busy_lock = threading.Lock()
         self.context = replace(context, stopping=self._stop, events=events)
         self._background: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._loop, name="lagscale-actions", daemon=True)
@@ -107,6 +111,22 @@ class ActionScheduler:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def finish_scheduling(self) -> None:
+        """Start no action from now on; the ones under way run on until they end or
+        :meth:`close`."""
+        self._no_more.set()
+
+    @property
+    def running(self) -> bool:
+        """True while an action is under way (in the scheduler's thread or its own)."""
+        return self._busy > 0 or any(thread.is_alive() for thread in self._background)
+
+    def close(self) -> None:
+        """Set ``context.stopping`` and wait (at most 30 s per thread) for the actions still
+        running; calling it again does nothing more."""
+        self._no_more.set()
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=30)
@@ -115,12 +135,12 @@ class ActionScheduler:
 
     def _loop(self) -> None:
         for item in self.scheduled:
-            while not self._stop.is_set():
+            while not (self._stop.is_set() or self._no_more.is_set()):
                 delay = self.start_s + item.at_s - self.clock.now()
                 if delay <= 0:
                     break
                 self._stop.wait(min(delay, 0.05))
-            if self._stop.is_set():
+            if self._stop.is_set() or self._no_more.is_set():
                 return
             if getattr(item.action, "background", False):
                 thread = threading.Thread(target=self.run_one, args=(item,), daemon=True,
@@ -136,15 +156,20 @@ class ActionScheduler:
                 "scheduled_s": item.at_s,
                 "started_s": round(self.clock.now() - self.start_s, 3),
                 **({"fault": True} if getattr(item.action, "fault", False) else {})}
+        with self._busy_lock:
+            self._busy += 1
         try:
             fields = item.action.run(self.context)
-        except Exception as exc:  # recorded, and raised by the runner after the load
+        except Exception as exc:  # recorded, and raised by the runner
             error = f"{type(exc).__name__}: {exc}"
             self.errors.append(f"{item.action.label()} at {item.at_s:g} s: {error}")
             self.events.emit("action_failed", **base, error=error)
-            return
-        self.done.append({**base, **fields})
-        self.events.emit("action", **base, **fields)
+        else:
+            self.done.append({**base, **fields})
+            self.events.emit("action", **base, **fields)
+        finally:
+            with self._busy_lock:
+                self._busy -= 1
 
 
 __all__ = ["ACTIONS", "ActionContext", "ActionScheduler", "PlanFacts", "Scheduled",

@@ -38,8 +38,8 @@ class ActionContext:
         cluster: the Kafka cluster provider.
         build_policy: ``build_policy(ref) -> ScalingPolicy`` for a policy name or YAML path.
         now_s: the runner's clock reading (monotonic seconds).
-        stopping: set when the scheduler stops (the load ended, or the run is stopping); an
-            action that takes long waits on it and returns what it did so far.
+        stopping: set when the scheduler stops (the run stopped settling, or is stopping);
+            an action that takes long waits on it and returns what it did so far.
         events: the runner's event log, for an action's own events (set by the scheduler).
         prometheus: the run's :class:`~pytest_lagscale.observe.prometheus.PrometheusServer`.
         watch: the run's :class:`~pytest_lagscale.experiment.watch.PartWatch` (an action that

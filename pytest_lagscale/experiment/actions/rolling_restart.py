@@ -19,9 +19,10 @@ under ``replicas``.
 A replica already gone at its turn (scaled down) is recorded as ``skipped``; one the Deployment
 does not replace, or whose replacement it removes before it is ready (scaled down meanwhile), has
 ``replacement_id`` None. The action runs in its own
-thread (``background``), so later actions keep their times. When the scheduler stops (the load
-ended, the run is stopping) it stops waiting and returns what it did with ``interrupted: true``;
-a replica it had signalled is still replaced by the platform.
+thread (``background``), so later actions keep their times; one still under way when the load
+ends runs on while the run settles. When the scheduler stops (the run stopped settling, or is
+stopping) it stops waiting and returns what it did with ``interrupted: true``; a replica it had
+signalled is still replaced by the platform.
 
 Source: kubernetes.io/docs/concepts/workloads/controllers/statefulset, "Rolling Updates" (one
 pod at a time, each Ready before the next; highest ordinal first there, oldest first here) and

@@ -381,3 +381,31 @@ def test_a_paused_process_is_continued_when_the_run_stops_early(tmp_path) -> Non
     process.stop(0)
     assert 0.2 <= held_s < 5.0
     assert not state.startswith("T"), state  # running (or sleeping) again, not stopped
+
+
+def test_finish_scheduling_lets_the_restart_under_way_run_on_and_starts_nothing_later() -> None:
+    """The load's end: the rolling restart begun before it still runs (``running``) and its
+    replacement becomes ready, so it completes; the kill scheduled after the end never runs."""
+    platform, events, clock = _Slots(2, ready_after=10**9), _Events(), RealClock()
+    planned = plan_actions([ActionSpec(0.0, "rolling_restart", {"timeout_s": 60}),
+                            ActionSpec(0.5, "kill_replica", {"replica": "oldest"})],
+                           PlanFacts(partitions=8))
+    start = clock.now()
+    with ActionScheduler(planned, _context(platform), events, clock, start) as scheduler:
+        while not platform.signals and clock.now() - start < 5:
+            threading.Event().wait(0.02)
+        scheduler.finish_scheduling()
+        threading.Event().wait(0.8)  # past the kill's time
+        assert scheduler.running
+        with platform.lock:  # the replacements get ready: the restart goes on
+            for replica in platform.live:
+                replica.polls = 0
+            platform.ready_after = 0
+        while scheduler.running and clock.now() - start < 10:
+            threading.Event().wait(0.02)
+        assert not scheduler.running
+    restart = scheduler.done[-1]
+    assert (restart["action"], restart["interrupted"], restart["restarted"]) == (
+        "rolling_restart", False, 2)
+    assert [signum for _, signum in platform.signals] == [15, 15]  # no SIGKILL of the kill
+    assert [name for name, _ in events.lines].count("action") == 1
