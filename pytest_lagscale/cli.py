@@ -11,10 +11,11 @@ in its package's ``cli.py`` and add the module here.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from types import ModuleType
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -131,11 +132,41 @@ def main() -> None:
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupt)
+    code: Any = 0
     try:
         app()
     except KeyboardInterrupt:
         stop_all()
-        sys.exit(130)
+        code = 130
+    except SystemExit as exc:
+        code = exc.code
+    exit_process(code)
+
+
+def exit_process(code: Any) -> None:
+    """End the process with exit status ``code`` (an int or None, or a message as
+    ``sys.exit`` takes it).
+
+    A process that kept Kafka clients under a call in flight
+    (:func:`pytest_lagscale.kafka.admin.clients_kept`: a broker died during a run) ends with
+    ``os._exit`` once its processes are stopped and its output flushed, so that the
+    interpreter's exit does not destroy those clients: rd_kafka_destroy with a request to the
+    dead broker pending can wait forever (confluentinc/librdkafka#1640), and such a
+    ``lagscale run`` was seen alive 60 s after it had written its last line.
+    """
+    admin = sys.modules.get("pytest_lagscale.kafka.admin")  # not imported: no client kept
+    if admin is not None and admin.clients_kept() and (code is None or isinstance(code, int)):
+        from .process import stop_all
+
+        stop_all()
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed or hung-up stream: nothing more to write
+                pass
+        os._exit(code or 0)
+    sys.exit(code)
 
 
 def _detach_terminal() -> None:

@@ -54,6 +54,19 @@ _TRANSIENT_CODES = frozenset({
 GroupOffsets = dict[int, tuple[int, int | None]]
 _T = TypeVar("_T")
 
+#: The KafkaAdmins whose :meth:`~KafkaAdmin.close` kept its clients (a call was still in flight):
+#: held here, so the garbage collector never destroys those clients (see :func:`clients_kept`).
+_KEPT: list["KafkaAdmin"] = []
+
+
+def clients_kept() -> int:
+    """How many KafkaAdmins of this process kept their clients at close because a call was
+    still in flight (a broker that died or stopped answering). Their clients are never
+    destroyed: rd_kafka_destroy with a request pending can wait forever
+    (confluentinc/librdkafka#1640), so a process holding any ends without destroying them
+    (:func:`pytest_lagscale.cli.main` exits with ``os._exit`` once its output is flushed)."""
+    return len(_KEPT)
+
 
 def _in_call(method: Callable[..., _T]) -> Callable[..., _T]:
     """Run a :class:`KafkaAdmin` method as a call in flight, which :meth:`KafkaAdmin.close`
@@ -148,8 +161,8 @@ class KafkaAdmin:
 
         Calls started afterwards raise BrokerError. A call still in flight after ``timeout_s``
         seconds (default: twice the request timeout, the longest a retried call takes) keeps
-        the clients: they are left, with a warning, for the garbage collector rather than
-        destroyed under that call.
+        the clients, with a warning, rather than destroying them under that call; they are
+        never destroyed (:func:`clients_kept`).
         """
         with self._calls:
             if self._closed:
@@ -160,6 +173,7 @@ class KafkaAdmin:
         if not idle:
             log.warning("kafka admin of %s: %d call(s) still in flight; its clients are not "
                         "destroyed now", self.bootstrap_servers, self._in_flight)
+            _KEPT.append(self)
             return
         for reader in self._readers.values():
             reader.close()

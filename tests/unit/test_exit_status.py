@@ -1,4 +1,5 @@
-"""How a child's end is said: the exit code, or the signal by name with both exit figures."""
+"""How a child's end is said: the exit code, or the signal by name with both exit figures; and how
+`lagscale` itself ends when it holds Kafka clients it could not destroy."""
 
 from __future__ import annotations
 
@@ -28,3 +29,31 @@ def test_describe_exit(returncode: int, expected: str) -> None:
 def test_exit_signal_names_only_a_signal(returncode: int | None, expected: str | None) -> None:
     assert exit_signal(returncode) == expected
 
+
+
+
+EXIT_SCRIPT = """
+import atexit, sys
+from pytest_lagscale.kafka import admin as admin_module
+from pytest_lagscale.cli import exit_process
+
+atexit.register(lambda: print(" atexit ran", end=""))
+if sys.argv[2] == "kept":
+    admin_module._KEPT.append(object())  # as KafkaAdmin.close keeps clients under a call
+print("the run's last line", end="")  # not flushed: exit_process must flush it
+exit_process(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("kept", ["kept", "none"], ids=["clients-kept", "none-kept"])
+def test_exit_process_keeps_the_exit_code_and_the_output_with_clients_kept(kept: str) -> None:
+    """A process holding Kafka clients kept under a call ends with os._exit (no atexit handler
+    runs, so neither does the interpreter's teardown) after flushing its output, with the code
+    asked for; without any, it exits as usual."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, "3", kept], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "the run's last line" + ("" if kept == "kept" else " atexit ran")

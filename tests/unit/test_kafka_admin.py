@@ -132,11 +132,14 @@ def test_a_call_after_close_raises_and_touches_no_client(admin: KafkaAdmin) -> N
 
 
 def test_close_leaves_the_clients_to_a_call_still_in_flight(admin: KafkaAdmin,
-                                                            caplog: pytest.LogCaptureFixture
+                                                            caplog: pytest.LogCaptureFixture,
+                                                            monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
+    monkeypatch.setattr(admin_module, "_KEPT", [])
     reader, call = _call_held_in_flight(admin)
     admin.close(timeout_s=0.05)
     assert admin._client.destroyed_by is None and "closed" not in reader.events
+    assert admin_module.clients_kept() == 1  # held: never destroyed by the garbage collector
     assert f"kafka admin of {BOOTSTRAP}: 1 call(s) still in flight; its clients are not " \
            "destroyed now" in caplog.text
     reader.release.set()
