@@ -323,15 +323,17 @@ def spark_pair_counts(spark: Any, stored: Any, ranges: list[tuple[int, int, int]
                      or counts["unexpected_total"]):
         tagged.persist()
         try:
-            found = _spark_examples(tagged, ranges, examples, counts["lost_total"] > 0)
+            found = _spark_examples(tagged, ranges, examples, counts)
         finally:
             tagged.unpersist()
     return {**counts, **found}
 
 
 def _spark_examples(tagged: Any, ranges: list[tuple[int, int, int]], examples: int,
-                    any_lost: bool) -> dict[str, tuple[tuple[int, ...], ...]]:
+                    counts: dict[str, int]) -> dict[str, tuple[tuple[int, ...], ...]]:
     """The first ``examples`` pairs of each kind; lost ones from the gaps between stored pairs.
+    A kind whose count (``counts``: ``lost_total``, ``duplicated_total``,
+    ``unexpected_total``) is 0 has none, and no job looks for them.
 
     A lost pair lies before a partition's lowest in-range stored offset, after its highest, or
     in a gap between two consecutive ones; every gap holds at least one lost pair, so the first
@@ -345,10 +347,13 @@ def _spark_examples(tagged: Any, ranges: list[tuple[int, int, int]], examples: i
         return [tuple(int(r[c]) for c in columns) for r in rows]
 
     key = ("partition", "offset")
-    out = {"duplicated_examples": first(tagged.where(F.col("copies") > 1), *key, "copies"),
-           "unexpected_examples": first(tagged.where(~F.col("in_range")), *key)}
-    lost: list[tuple[int, int]] = []
-    if any_lost:
+    out: dict[str, list[tuple[int, ...]]] = {
+        "duplicated_examples": (first(tagged.where(F.col("copies") > 1), *key, "copies")
+                                if counts["duplicated_total"] else []),
+        "unexpected_examples": (first(tagged.where(~F.col("in_range")), *key)
+                                if counts["unexpected_total"] else [])}
+    lost: list[tuple[int, ...]] = []
+    if counts["lost_total"]:
         kept = tagged.where(F.col("in_range"))
         prev = F.lag("offset").over(Window.partitionBy("partition").orderBy("offset"))
         inner = first(kept.select("partition", (prev + 1).alias("gap_first"),
