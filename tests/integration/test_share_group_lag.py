@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -176,7 +177,6 @@ def test_scaler_process_serves_share_group_and_exits_cleanly(kafka_cluster, shar
     admin, topic = share_topic
     group = f"{topic}-proc"
     admin.alter_group_config(group, {"share.auto.offset.reset": "earliest"})
-    before = set(share_admin_pids())
     proc = subprocess.Popen([sys.executable, "-m", "pytest_lagscale.cli", "scaler", "serve", "--port", "0",
                              "--kind", "share-group"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -187,6 +187,9 @@ def test_scaler_process_serves_share_group_and_exits_cleanly(kafka_cluster, shar
         with ExternalScalerClient(first.removeprefix("listening on ")) as client:
             assert client.metrics(ref, f"share-group-lag-{topic}") == [(f"share-group-lag-{topic}", 600.0)]
             assert client.is_active(ref) is True
+        # its own service only: the other xdist worker may be starting this module's at any time
+        started = share_admin_pids(parent=proc.pid)
+        assert started, "the scaler process started no share-group admin service"
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -195,10 +198,19 @@ def test_scaler_process_serves_share_group_and_exits_cleanly(kafka_cluster, shar
             proc.communicate()
     assert proc.returncode == 0, err
     assert "stopped (SIGTERM)" in out
-    left = set(share_admin_pids()) - before
+    left = [pid for pid in started if is_share_admin(pid)]
     assert not left, f"share-admin JVMs left behind: {left}"
 
 
-def share_admin_pids() -> list[str]:
-    """Pids of every running share-group admin service."""
-    return subprocess.run(["pgrep", "-f", "ShareGroupAdmin.java"], capture_output=True, text=True).stdout.split()
+def share_admin_pids(parent: int) -> list[str]:
+    """Pids of the running share-group admin services that process ``parent`` started."""
+    argv = ["pgrep", "-P", str(parent), "-f", "ShareGroupAdmin.java"]
+    return subprocess.run(argv, capture_output=True, text=True).stdout.split()
+
+
+def is_share_admin(pid: str) -> bool:
+    """Whether ``pid`` is still a share-group admin service (not gone, not a zombie, not reused)."""
+    try:
+        return b"ShareGroupAdmin.java" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
