@@ -16,6 +16,11 @@ from ..analyze.staleness import stale_mask
 from ..analyze.steps import ScaleStep, scale_steps
 
 
+#: Each panel's legend: above it, in one row (inside, it hid the lag's rise or its tail).
+_LEGEND_ABOVE = {"loc": "lower left", "bbox_to_anchor": (0.0, 1.0), "frameon": False,
+                 "fontsize": 9, "borderaxespad": 0.2}
+
+
 def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame, max_lag_age_s: float | None = None) -> None:
     lag = timeline["total_lag"].astype("float64")
     stale = (stale_mask(timeline, max_lag_age_s) if max_lag_age_s is not None else None)
@@ -49,9 +54,7 @@ def _plot_lag_and_rate(lag_ax, timeline: pd.DataFrame, max_lag_age_s: float | No
                      linewidth=1.1, label="consumer-reported consume rate")
     rate_ax.set_ylabel("group consume rate (records/s)")
     handles = [h for ax in (lag_ax, rate_ax) for h in ax.get_legend_handles_labels()[0]]
-    # above the panel, in one row: inside it the legend hid the lag's rise or its tail
-    lag_ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0),
-                  ncols=len(handles), frameon=False, fontsize=9, borderaxespad=0.2)
+    lag_ax.legend(handles=handles, ncols=len(handles), **_LEGEND_ABOVE)
 
 
 def _plot_replicas(ax, timeline: pd.DataFrame) -> None:
@@ -153,8 +156,7 @@ def write_timeline_png(timeline: pd.DataFrame, path: str | Path, *,
     _mark_actions((lag_ax, rep_ax), actions)
     end_s = float(timeline["t_s"].iloc[-1]) + 1.0 if len(timeline) else 0.0
     _mark_faults((lag_ax, rep_ax), faults, end_s)
-    rep_ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=3, frameon=False,
-                  fontsize=9, borderaxespad=0.2)
+    rep_ax.legend(ncols=len(rep_ax.get_legend_handles_labels()[0]), **_LEGEND_ABOVE)
     rep_ax.set_xlabel("time since run start (s)")
     fig.suptitle(title)
     out = Path(path)

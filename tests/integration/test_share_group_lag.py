@@ -209,7 +209,8 @@ def share_admin_pids(parent: int) -> list[str]:
 
 
 def is_share_admin(pid: str) -> bool:
-    """Whether ``pid`` is still a share-group admin service (not gone, not a zombie, not reused)."""
+    """Whether ``pid`` is still a share-group admin service (gone or a zombie: False; a pid
+    reused by another such service within the test would read True)."""
     try:
         return b"ShareGroupAdmin.java" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
