@@ -59,13 +59,16 @@ def _processing(facts: RunFacts) -> tuple[float, int, int, float]:
             float(plan.trigger_interval_s))
 
 
-def engine_samples(facts: RunFacts, starting_delay_s: float = 0.0) -> np.ndarray:
-    """Rows ``(overhead_s, members - 1, starting, batch)`` of a run's back-to-back batches;
-    ``batch`` is the batch's number among its replica's batches in the store (1 = first);
-    ``starting`` counts the replicas started ``starting_delay_s`` or more before the batch
-    (:meth:`~.facts.RunFacts.counts_at`)."""
+def engine_samples(facts: RunFacts, starting_delay_s: float = 0.0,
+                   warming_s: float = 0.0) -> np.ndarray:
+    """Rows ``(overhead_s, members - 1, starting, batch, warming)`` of a run's back-to-back
+    batches; ``batch`` is the batch's number among its replica's batches in the store
+    (1 = first); ``starting`` counts the replicas started ``starting_delay_s`` or more before
+    the batch (:meth:`~.facts.RunFacts.counts_at`); ``warming`` the other members whose engine
+    was ready less than ``warming_s`` before it (:meth:`~.facts.RunFacts.warming_at`; 0 when
+    ``warming_s`` is 0)."""
     if facts.batches.empty:
-        return np.empty((0, 4))
+        return np.empty((0, 5))
     process_ms, inflight, max_batch, trigger_s = _processing(facts)
     b = facts.batches.sort_values(["replica_id", "start_s"])
     b = b.assign(batch=b.groupby("replica_id").cumcount() + 1)
@@ -76,8 +79,9 @@ def engine_samples(facts: RunFacts, starting_delay_s: float = 0.0) -> np.ndarray
     for rec, c in zip(b[keep].itertuples(), cycle[keep]):
         members, starting = facts.counts_at(rec.start_s, starting_delay_s=starting_delay_s)
         overhead = c - math.ceil(rec.records / inflight) * process_ms / 1000.0
-        rows.append((overhead, max(0, members - 1), starting, rec.batch))
-    return np.array(rows, dtype=float).reshape(-1, 4)
+        warming = facts.warming_at(rec.start_s, warming_s, exclude=rec.replica_id)
+        rows.append((overhead, max(0, members - 1), starting, rec.batch, warming))
+    return np.array(rows, dtype=float).reshape(-1, 5)
 
 
 def warmup_factors(samples: np.ndarray, extra: float, batches: float) -> np.ndarray:
@@ -89,13 +93,14 @@ def warmup_factors(samples: np.ndarray, extra: float, batches: float) -> np.ndar
 
 
 def fit_engine(samples: np.ndarray, scale: np.ndarray | None = None
-               ) -> tuple[float, float, float]:
-    """``(base_s, per_member_s, per_starting_s)``: least squares of overhead on
-    ``scale x [1, members - 1, starting]`` (``scale``: each sample's warm-up factor, default
-    1; the conditional MEAN: a replica's throughput is records over the mean cycle, and the
-    overhead is heavy-tailed: its median under-states it), slopes clipped at 0 (refitted
-    without a clipped term); the (scaled) mean and zero slopes when there are fewer than
-    :data:`MIN_BATCHES` samples or the load never varied.
+               ) -> tuple[float, float, float, float]:
+    """``(base_s, per_member_s, per_starting_s, per_warming_s)``: least squares of overhead on
+    ``scale x [1, members - 1, starting, warming]`` (``warming``: the fifth column when there
+    is one, else 0; ``scale``: each sample's warm-up factor, default 1; the conditional MEAN: a
+    replica's throughput is records over the mean cycle, and the overhead is heavy-tailed: its
+    median under-states it), slopes clipped at 0 (refitted without a clipped term); the
+    (scaled) mean and zero slopes when there are fewer than :data:`MIN_BATCHES` samples or the
+    load never varied.
 
     Raises:
         ConfigError: no samples at all.
@@ -105,9 +110,9 @@ def fit_engine(samples: np.ndarray, scale: np.ndarray | None = None
                           "runs' stores; give runs with a backlog and their store/")
     y = samples[:, 0]
     w = np.ones(len(y)) if scale is None else scale
-    if len(samples) < MIN_BATCHES or np.ptp(samples[:, 1:3], axis=0).max() == 0:
-        return float(np.sum(w * y) / np.sum(w * w)), 0.0, 0.0
-    terms = [1, 2]
+    terms = [t for t in (1, 2, 4) if t < samples.shape[1] and np.ptp(samples[:, t]) > 0]
+    if len(samples) < MIN_BATCHES or not terms:
+        return float(np.sum(w * y) / np.sum(w * w)), 0.0, 0.0, 0.0
     while True:
         x = w[:, None] * np.c_[np.ones(len(y)), samples[:, terms]]
         beta = np.linalg.lstsq(x, y, rcond=None)[0]
@@ -116,7 +121,8 @@ def fit_engine(samples: np.ndarray, scale: np.ndarray | None = None
             break
         terms = [t for t in terms if t not in negative]
     slopes = dict(zip(terms, beta[1:]))
-    return (max(0.0, float(beta[0])), float(slopes.get(1, 0.0)), float(slopes.get(2, 0.0)))
+    return (max(0.0, float(beta[0])), float(slopes.get(1, 0.0)), float(slopes.get(2, 0.0)),
+            float(slopes.get(4, 0.0)))
 
 
 #: Grid of the warm-up fit: the first batch's extra fraction and the decay in batches.
@@ -124,19 +130,19 @@ WARMUP_EXTRA_GRID = np.round(np.arange(0.0, 3.0001, 0.05), 2)
 WARMUP_BATCHES_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
 
 
-def _predicted_s(samples: np.ndarray, w: np.ndarray, fit: tuple[float, float, float]
-                 ) -> np.ndarray:
-    """Each sample's engine time under ``fit`` and its warm-up factor ``w``."""
-    return w * (fit[0] + fit[1] * samples[:, 1] + fit[2] * samples[:, 2])
+def _predicted_s(samples: np.ndarray, w: np.ndarray, fit: tuple[float, ...]) -> np.ndarray:
+    """Each sample's engine time under ``fit`` (:func:`fit_engine`'s) and its warm-up factor
+    ``w``."""
+    warming = fit[3] * samples[:, 4] if len(fit) > 3 and samples.shape[1] > 4 else 0.0
+    return w * (fit[0] + fit[1] * samples[:, 1] + fit[2] * samples[:, 2] + warming)
 
 
-def _squared_error(samples: np.ndarray, w: np.ndarray, fit: tuple[float, float, float]
-                   ) -> float:
+def _squared_error(samples: np.ndarray, w: np.ndarray, fit: tuple[float, ...]) -> float:
     return float(np.sum((samples[:, 0] - _predicted_s(samples, w, fit)) ** 2))
 
 
-def fit_warmup(samples: np.ndarray) -> tuple[float, float, tuple[float, float, float]]:
-    """``(extra, batches, (base_s, per_member_s, per_starting_s))``: the replica's warm-up
+def fit_warmup(samples: np.ndarray) -> tuple[float, float, tuple[float, ...]]:
+    """``(extra, batches, fit_engine result)``: the replica's warm-up
     (its k-th batch's engine time x ``1 + extra x exp(-(k - 1) / batches)``: a fresh JVM's
     first batches run interpreted and compile as they go) and the warm engine terms, by least
     squares over :data:`WARMUP_EXTRA_GRID` x :data:`WARMUP_BATCHES_GRID` with
@@ -162,10 +168,33 @@ def fit_warmup(samples: np.ndarray) -> tuple[float, float, tuple[float, float, f
 
 #: Grid of the starting-delay fit, seconds after ``replica_started``.
 STARTING_DELAY_GRID = np.round(np.arange(0.0, 8.0001, 0.5), 2)
+#: Grid of the warming fit, seconds after a member's ``engine_ready`` (0: no warming term).
+WARMING_GRID_S = (0.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0)
+
+_Fitted = tuple[float, list[np.ndarray], tuple[float, float, tuple[float, ...]]]
 
 
-def fit_starting_delay(runs: Sequence[RunFacts]
-                       ) -> tuple[float, list[np.ndarray], tuple[float, float, tuple[float, ...]]]:
+def _best_on_grid(runs: Sequence[RunFacts], grid: Sequence[float],
+                  samples_at: Any) -> _Fitted:
+    """``(value, per_run_samples, fit_warmup result)`` of the ``grid`` value whose
+    :func:`fit_warmup` over ``samples_at(run, value)`` of every run leaves the least squared
+    error (the first of equal ones; the first value with fewer than :data:`MIN_BATCHES`
+    samples)."""
+    best: tuple[float, float, list[np.ndarray], Any] | None = None
+    for value in grid:
+        per_run = [samples_at(f, float(value)) for f in runs]
+        samples = np.concatenate(per_run)
+        extra, batches, fit = fit_warmup(samples)
+        err = _squared_error(samples, warmup_factors(samples, extra, batches), fit)
+        if best is None or err < best[0] - 1e-9:
+            best = (err, float(value), per_run, (extra, batches, fit))
+        if len(samples) < MIN_BATCHES:
+            break
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
+def fit_starting_delay(runs: Sequence[RunFacts]) -> _Fitted:
     """``(delay_s, per_run_samples, fit_warmup result)``: from how long after its
     ``replica_started`` a starting replica slows the members' batches, the delay on
     :data:`STARTING_DELAY_GRID` whose :func:`fit_warmup` leaves the least squared error
@@ -176,21 +205,22 @@ def fit_starting_delay(runs: Sequence[RunFacts]
     Raises:
         ConfigError: no samples at all (:func:`fit_engine`).
     """
-    def at(delay_s: float) -> tuple[float, float, list[np.ndarray], Any]:
-        per_run = [engine_samples(f, delay_s) for f in runs]
-        samples = np.concatenate(per_run)
-        extra, batches, fit = fit_warmup(samples)
-        err = _squared_error(samples, warmup_factors(samples, extra, batches), fit)
-        return err, delay_s, per_run, (extra, batches, fit)
+    return _best_on_grid(runs, STARTING_DELAY_GRID, engine_samples)
 
-    best = at(0.0)
-    if len(np.concatenate(best[2])) < MIN_BATCHES:
-        return best[1], best[2], best[3]
-    for delay_s in STARTING_DELAY_GRID[1:]:
-        fitted = at(float(delay_s))
-        if fitted[0] < best[0] - 1e-9:
-            best = fitted
-    return best[1], best[2], best[3]
+
+def fit_warming(runs: Sequence[RunFacts], starting_delay_s: float = 0.0) -> _Fitted:
+    """``(warming_s, per_run_samples, fit_warmup result)``: how long after its
+    ``engine_ready`` a member slows the other members' batches more than a settled one (its
+    JIT compiles while it takes its first batches), the value on :data:`WARMING_GRID_S` whose
+    :func:`fit_warmup` over the runs' :func:`engine_samples` (at ``starting_delay_s``, from
+    :func:`fit_starting_delay`) leaves the least squared error; the smallest of equal ones,
+    so 0 (no warming term) when the split does not lower it: docs/twin.md.
+
+    Raises:
+        ConfigError: no samples at all (:func:`fit_engine`).
+    """
+    return _best_on_grid(runs, WARMING_GRID_S,
+                         lambda f, w: engine_samples(f, starting_delay_s, w))
 
 
 def start_segments(facts: RunFacts, since_s: float | None = None
@@ -270,7 +300,7 @@ def fit_cold_start(starts: Sequence[tuple[float, np.ndarray]],
 
 
 def run_to_run(cold_logs: Sequence[np.ndarray], engine: Sequence[np.ndarray],
-               fit: tuple[float, float, float], warmup: tuple[float, float] = (0.0, 1.0)
+               fit: tuple[float, ...], warmup: tuple[float, float] = (0.0, 1.0)
                ) -> dict[str, float] | None:
     """The machine's speed from run to run: ``cold_start_sd``, ``engine_sd``,
     ``engine_on_cold_start`` and the within-run ``jitter``, or None with fewer than
@@ -446,14 +476,15 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         raise ConfigError(f"--engine: got {engine!r}, but none of the {len(runs)} runs given "
                           f"ran it (engines: {sorted({f.engine for f in runs})}); give runs of "
                           "that engine")
-    delay_s, per_run, (extra, warm_batches, (base, per_member, per_starting)) = \
-        fit_starting_delay(mine)
+    delay_s = fit_starting_delay(mine)[0]
+    warming_s, per_run, (extra, warm_batches, engine_fit) = fit_warming(mine, delay_s)
+    base, per_member, per_starting, per_warming = engine_fit
     samples = np.concatenate(per_run)
     starts = [start_segments(f) for f in mine]
     cold = fit_cold_start([s for run in starts for s in run],
                           [i for i, run in enumerate(starts) for _ in run])
     runs = run_to_run([start_logs(run, cold["alone_s"], cold["cores"], cold["member_load"])
-                       for run in starts], per_run, (base, per_member, per_starting),
+                       for run in starts], per_run, engine_fit,
                       (extra, warm_batches))
     if runs is not None:
         cold["jitter"] = min(1.0, runs["jitter"])
@@ -468,6 +499,8 @@ def calibrate(runs: Sequence[RunFacts], engine: str) -> dict[str, Any]:
         "processing": {"per_batch_engine_s": r(base), "engine_s_per_member": r(per_member),
                        "engine_s_per_starting": r(per_starting),
                        **({"starting_delay_s": r(delay_s, 1)} if delay_s else {}),
+                       **({"warming_s": r(warming_s, 1),
+                           "engine_s_per_warming": r(per_warming)} if per_warming else {}),
                        **({"warmup_extra": r(extra, 2), "warmup_batches": r(warm_batches, 1)}
                           if extra else {})},
         "cold_start": {"alone_s": r(cold["alone_s"], 2), "cores": r(cold["cores"], 2),
@@ -546,4 +579,4 @@ def run_dirs(paths: Sequence[str | Path]) -> list[Path]:
 
 
 __all__ = ["calibrate", "engine_samples", "fit_cold_start", "fit_engine", "fit_starting_delay",
-           "group_values", "machine_of", "render", "run_dirs", "start_segments"]
+           "fit_warming", "group_values", "machine_of", "render", "run_dirs", "start_segments"]

@@ -4,13 +4,15 @@
 :func:`register`: ``calibrate`` (here), ``predict`` (:mod:`.predict_cli`), ``hold``
 (:mod:`.hold_cli`) and ``self-check`` (:mod:`.self_check_cli`)::
 
-    lagscale twin calibrate RUN_DIR... [--engine spark|arrow] [--out PATH]
+    lagscale twin calibrate RUN_DIR... [--engine spark|arrow] [--out PATH] [--keep-sources DIR]
 
 Each RUN_DIR is a run directory of ``lagscale run`` (``benchmark.json``, ``events.jsonl``,
 ``store/``) or a directory of them. The runs of ``--engine`` are read, the parameters extracted
 (:mod:`.calibrate`), checked with the reader of the bundled files
 (:func:`pytest_lagscale.twin.params.parse_calibration`) and written as YAML to ``--out``
-(stdout when not given).
+(stdout when not given). With ``--keep-sources DIR`` each source run's facts are also written
+to ``DIR/<run>/`` (:func:`.facts.keep_facts`: a few hundred kilobytes, no store), a run
+directory this command reads again: the next calibration can use them with its own runs.
 
 Exit codes: 0 written; 2 bad input, one ``error:`` line per problem, nothing written.
 """
@@ -27,8 +29,10 @@ from ..contract.errors import ConfigError
 from . import hold_cli, predict_cli, self_check_cli
 
 
-def calibration_text(paths: List[str], engine: str) -> str:
-    """The calibration YAML of ``engine`` from the runs under ``paths``.
+def calibration_text(paths: List[str], engine: str, keep_sources: Path | None = None) -> str:
+    """The calibration YAML of ``engine`` from the runs under ``paths``; with
+    ``keep_sources``, each source run's facts are written there once the calibration is good
+    (:func:`.facts.keep_facts`).
 
     Raises:
         ConfigError: bad paths, unreadable runs, no run of the engine, a value without samples,
@@ -37,7 +41,7 @@ def calibration_text(paths: List[str], engine: str) -> str:
     import yaml
 
     from .calibrate import calibrate, render, run_dirs
-    from .facts import read_run
+    from .facts import keep_facts, read_run
     from ..twin.params import ENGINES, parse_calibration
 
     problems, runs, dirs = [], [], []
@@ -55,8 +59,13 @@ def calibration_text(paths: List[str], engine: str) -> str:
             problems += exc.problems
     if problems:
         raise ConfigError(problems)
-    text = render(calibrate(runs, engine))
+    doc = calibrate(runs, engine)
+    text = render(doc)
     parse_calibration(yaml.safe_load(text), source="<calibrated>")
+    if keep_sources is not None:
+        for facts in runs:
+            if facts.name in doc["source_runs"]:
+                keep_facts(facts, keep_sources)
     return text
 
 
@@ -69,13 +78,19 @@ def calibrate_command(
                                     "Default: spark"),
     out: Optional[Path] = typer.Option(None, "--out", metavar="PATH",
                                        help="The calibration file to write. Default: stdout"),
+    keep_sources: Optional[Path] = typer.Option(
+        None, "--keep-sources", metavar="DIR",
+        help="Also write each source run's facts (benchmark.json, events.jsonl, "
+             "batches.parquet; no store) to DIR/<run>/, to calibrate from again later"),
 ) -> None:
     """Extract the twin's calibration from real runs' event logs, stores and benchmark JSON."""
     problems = []
     if out is not None and out.is_dir():
         problems.append(f"--out: got {str(out)!r}, a directory; give a file path")
-    try:
-        text = calibration_text(run_dirs, engine)
+    if keep_sources is not None and keep_sources.exists() and not keep_sources.is_dir():
+        problems.append(f"--keep-sources: got {str(keep_sources)!r}, a file; give a directory")
+    try:  # nothing is kept when an option is bad
+        text = calibration_text(run_dirs, engine, None if problems else keep_sources)
     except ConfigError as exc:
         problems += exc.problems
     if problems:

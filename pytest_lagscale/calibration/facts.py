@@ -7,6 +7,11 @@ settings (to plan and simulate it again), each replica's lifecycle (``replica_st
 ``first_record``, ``replica_terminating``, ``closed``, ``replica_stopped``; wall-clock seconds)
 and its micro-batches (one row per distinct ``processed_at_ns`` of a replica). Only event-level
 facts are read here: never a reaction time, peak lag, drain time or replica-seconds.
+
+:func:`keep_facts` writes what :func:`read_run` needs of a run in a few hundred kilobytes
+(``benchmark.json``, ``events.jsonl`` and the micro-batches as ``batches.parquet`` instead of
+the store), and :func:`read_run` reads such a directory back: a calibration's source runs kept
+this way can be calibrated from again, with another model, in a later session.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from ..contract.errors import ConfigError
 from ..contract.rundir import RunDir
 from ..report.benchjson import read_run_document
 
+#: A kept run's micro-batches (:func:`keep_facts`), read in place of the store.
+BATCHES_FILE = "batches.parquet"
 #: Events whose first occurrence per replica is kept (replica event name -> lifecycle key).
 LIFECYCLE_EVENTS = ("replica_started", "engine_ready", "subscribed", "joined", "assigned",
                     "first_record", "replica_terminating", "closed", "replica_stopped")
@@ -79,6 +86,21 @@ class RunFacts:
             elif ready <= t_s < end:
                 members += 1
         return members, starting
+
+    def warming_at(self, t_s: float, warming_s: float, exclude: str | None = None) -> int:
+        """Members at wall-clock ``t_s`` (see :meth:`counts_at`) whose ``engine_ready`` is
+        less than ``warming_s`` seconds before it (``exclude`` left out); 0 when ``warming_s``
+        is 0."""
+        if warming_s <= 0:
+            return 0
+        count = 0
+        for rid, life in self.lifecycles.items():
+            ready = life.get("engine_ready")
+            if rid == exclude or ready is None or "replica_started" not in life:
+                continue
+            if ready <= t_s < min(ready + warming_s, life.get("replica_stopped", math.inf)):
+                count += 1
+        return count
 
     def change_times(self) -> np.ndarray:
         """Sorted wall-clock seconds at which :meth:`counts_at` can change."""
@@ -174,7 +196,13 @@ def read_run(run_dir: str | Path, *, with_store: bool = True) -> RunFacts:
                           "expected one JSON event per line with wall_ns; give an intact "
                           "event log") from exc
     inputs = bench.get("inputs") or {}
-    batches = read_batches(run.store) if with_store else read_batches(path / "-")
+    kept = path / BATCHES_FILE
+    if not with_store:
+        batches = read_batches(path / "-")
+    elif not run.store.is_dir() and kept.is_file():
+        batches = pd.read_parquet(kept)
+    else:
+        batches = read_batches(run.store)
     return RunFacts(name=path.name, path=path, benchmark=bench,
                     engine=str(inputs.get("engine") or ""),
                     balancer=str(inputs.get("balancer") or ""), lifecycles=lives,
@@ -182,4 +210,24 @@ def read_run(run_dir: str | Path, *, with_store: bool = True) -> RunFacts:
                     broker=dict(inputs.get("broker") or {}), handovers_s=handovers)
 
 
-__all__ = ["LIFECYCLE_EVENTS", "RunFacts", "read_batches", "read_run", "run_settings"]
+def keep_facts(facts: RunFacts, out: Path) -> Path:
+    """Write ``facts``' run as ``out/<name>/``: its ``benchmark.json`` and ``events.jsonl``
+    copied, its micro-batches as :data:`BATCHES_FILE` (what :func:`read_run` reads; the store
+    itself is left out). Returns the directory written.
+
+    Raises:
+        OSError: ``out`` cannot be written.
+    """
+    import shutil
+
+    run = RunDir(facts.path)
+    target = out / facts.name
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run.benchmark_json, target / run.benchmark_json.name)
+    shutil.copyfile(run.events_jsonl, target / run.events_jsonl.name)
+    facts.batches.to_parquet(target / BATCHES_FILE, index=False)
+    return target
+
+
+__all__ = ["BATCHES_FILE", "LIFECYCLE_EVENTS", "RunFacts", "keep_facts", "read_batches",
+           "read_run", "run_settings"]

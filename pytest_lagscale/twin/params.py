@@ -64,6 +64,10 @@ class TwinParams:
         engine_starting_delay_s: seconds after its ``replica_started`` from which a starting
             replica counts in :attr:`engine_s_per_starting` (its first seconds load the
             machine little: docs/twin.md); 0: from its start.
+        engine_warming_s: seconds after its engine start during which a member is warming
+            (its JIT compiles while it takes its first batches: docs/twin.md); 0: none.
+        engine_s_per_warming: seconds the fixed time grows per other member that is warming,
+            beyond :attr:`engine_s_per_member` (which it also counts in).
         engine_warmup_extra: a replica's warm-up (JIT): its k-th batch's engine time is x
             ``1 + engine_warmup_extra x exp(-(k - 1) / engine_warmup_batches)``; 0: none.
         engine_warmup_batches: the warm-up's decay, in batches (> 0).
@@ -134,6 +138,8 @@ class TwinParams:
     engine_s_per_member: float = 0.0
     engine_s_per_starting: float = 0.0
     engine_starting_delay_s: float = 0.0
+    engine_warming_s: float = 0.0
+    engine_s_per_warming: float = 0.0
     engine_warmup_extra: float = 0.0
     engine_warmup_batches: float = 1.0
     cold_start_member_load: float = 0.0
@@ -160,12 +166,15 @@ class TwinParams:
         """``eager``, ``cooperative`` or ``consumer`` (KIP-848), from :attr:`balancer`."""
         return PROTOCOLS[self.balancer]
 
-    def engine_s(self, members: int = 1, starting: int = 0, batch: int | None = None) -> float:
+    def engine_s(self, members: int = 1, starting: int = 0, batch: int | None = None,
+                 warming: int = 0) -> float:
         """The engine's fixed seconds per batch with ``members`` replicas past their engine
-        start (at least 1: the batch's own) and ``starting`` replicas starting; of the
-        replica's ``batch``-th batch (1 = its first: the warm-up factor), or warm (None)."""
+        start (at least 1: the batch's own), ``warming`` of the others less than
+        :attr:`engine_warming_s` past it, and ``starting`` replicas starting; of the replica's
+        ``batch``-th batch (1 = its first: the warm-up factor), or warm (None)."""
         warm = (self.per_batch_engine_s + self.engine_s_per_member * max(0, members - 1)
-                + self.engine_s_per_starting * max(0, starting))
+                + self.engine_s_per_starting * max(0, starting)
+                + self.engine_s_per_warming * max(0, warming))
         return warm * self.warmup_factor(batch)
 
     def warmup_factor(self, batch: int | None) -> float:
@@ -307,7 +316,8 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
     engine, runs, machine = _header(doc, p)
     proc = _section(doc, "processing", ("per_batch_engine_s", "engine_s_per_member",
                                         "warmup_extra", "warmup_batches",
-                                        "engine_s_per_starting", "starting_delay_s"), p)
+                                        "engine_s_per_starting", "starting_delay_s",
+                                        "warming_s", "engine_s_per_warming"), p)
     cold = _section(doc, "cold_start", ("alone_s", "cores", "jitter", "member_load"), p)
     group = _section(doc, "group", ("subscribe_s", "first_fetch_s", "drain_s", "exit_s",
                                      "round_s", "heartbeat_s", "idle_poll_s"), p)
@@ -327,6 +337,8 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
         engine_s_per_starting=_optional(proc, "engine_s_per_starting", "processing", p, 60,
                                         "s"),
         engine_starting_delay_s=_optional(proc, "starting_delay_s", "processing", p, 600, "s"),
+        engine_warming_s=_optional(proc, "warming_s", "processing", p, 3600, "s"),
+        engine_s_per_warming=_optional(proc, "engine_s_per_warming", "processing", p, 60, "s"),
         engine_warmup_extra=_optional(proc, "warmup_extra", "processing", p, 100,
                                       "(extra fraction of the first batch)"),
         engine_warmup_batches=(_number(proc, "warmup_batches", "processing", p, 0, 1000,
@@ -354,6 +366,10 @@ def parse_calibration(doc: Any, *, source: str = "<calibration>") -> dict[str, A
                                                  "s"),
         controller_slip_s_per_member=_optional(ctl, "slip_s_per_member", "controller", p, 10,
                                                "s"))
+    if values["engine_s_per_warming"] and not values["engine_warming_s"]:
+        p.add("processing.warming_s", proc.get("warming_s", MISSING),
+              "a number > 0 with engine_s_per_warming",
+              "give both keys (lagscale twin calibrate writes them together) or neither")
     if ctl:
         low = _number(ctl, "lead_extra_min_s", "controller", p, 0, 60, "s")
         high = _number(ctl, "lead_extra_max_s", "controller", p, 0, 60, "s")
@@ -462,6 +478,7 @@ def machine_draw(params: TwinParams, rng: Any) -> TwinParams:
                    per_batch_engine_s=params.per_batch_engine_s * engine,
                    engine_s_per_member=params.engine_s_per_member * engine,
                    engine_s_per_starting=params.engine_s_per_starting * engine,
+                   engine_s_per_warming=params.engine_s_per_warming * engine,
                    run_cold_start_sd=0.0, run_engine_sd=0.0, machine_log_factor=None,
                    machine_log_factor_sd=0.0)
 

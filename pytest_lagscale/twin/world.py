@@ -108,6 +108,12 @@ class Replica:
         return self.batch is not None
 
 
+def _is_member(replica: Replica) -> bool:
+    """Past its engine start and not gone (a member of the engine's CPU load)."""
+    return replica.phase in ("subscribing", "member") or (
+        replica.phase == "stopping" and replica.subscribe_at_s is not None)
+
+
 @dataclass(frozen=True)
 class Draw:
     """The random inputs of one run: the controller's phase (seconds: with a calibrated
@@ -236,13 +242,19 @@ class World:
         (seconds), only those started ``engine_starting_delay_s`` or more before it count as
         starting (the engine's contention terms); without, every one (cold starts, the
         controller's slip)."""
-        members = sum(1 for r in self.replicas if r.phase in ("subscribing", "member")
-                      or (r.phase == "stopping" and r.subscribe_at_s is not None))
+        members = sum(1 for r in self.replicas if _is_member(r))
         delay_s = self.params.engine_starting_delay_s
         since_s = t_s - delay_s if t_s is not None and delay_s else math.inf
         starting = sum(1 for r in self.replicas if r.phase == "starting" and r.sigterm_s is None
                        and r.started_s <= since_s)
         return members, starting
+
+    def warming(self, t_s: float, exclude: Replica | None = None) -> int:
+        """Members (as :meth:`load` counts them) other than ``exclude`` whose engine became
+        ready less than ``engine_warming_s`` seconds before ``t_s``."""
+        since_s = t_s - self.params.engine_warming_s
+        return sum(1 for r in self.replicas if r is not exclude and r.ready_at_s is not None
+                   and r.ready_at_s > since_s and _is_member(r))
 
     def _cold_starts(self, t: float) -> None:
         starting = [r for r in self.replicas if r.phase == "starting" and r.sigterm_s is None]
@@ -255,6 +267,7 @@ class World:
             replica.work_s -= rate * self.tick_s
             if replica.work_s <= 0:
                 replica.phase = "subscribing"
+                replica.ready_at_s = t
                 replica.subscribe_at_s = t + self.params.subscribe_s
                 self.events.emit(t, replica.rid, "engine_ready", replica_id=replica.rid,
                                  engine=self.params.engine,
@@ -372,9 +385,10 @@ class World:
         # the load only matters through the contention terms (a cluster's are 0: skip the
         # O(replicas) count, the result is the same)
         members, starting = (self.load(t) if p.engine_s_per_member or p.engine_s_per_starting
-                             else (1, 0))
+                             or p.engine_s_per_warming else (1, 0))
+        warming = self.warming(t, replica) if p.engine_s_per_warming else 0
         replica.batches += 1
-        engine_s = p.engine_s(max(1, members), starting, replica.batches)
+        engine_s = p.engine_s(max(1, members), starting, replica.batches, warming)
         # batch_s's own sum, without computing the engine time twice per batch
         replica.batch = Batch(t, t + engine_s, engine_s + records * p.per_record_ms / 1000.0 + t,
                               {q: n for q, n in counts.items() if n}, records, tick_s=now_s)

@@ -94,18 +94,19 @@ def test_fit_engine_recovers_the_contention_terms() -> None:
     rng = np.random.default_rng(3)
     members, starting = rng.integers(0, 8, 400), rng.integers(0, 4, 400)
     overhead = 0.2 + 0.05 * members + 0.25 * starting + rng.normal(0, 0.02, 400)
-    base, per_member, per_starting = fit_engine(np.c_[overhead, members, starting])
+    base, per_member, per_starting, per_warming = fit_engine(np.c_[overhead, members, starting])
     assert (base, per_member, per_starting) == pytest.approx((0.2, 0.05, 0.25), abs=0.01)
+    assert per_warming == 0.0  # no warming column
 
 
 def test_fit_engine_drops_a_negative_term_and_falls_back_to_the_mean() -> None:
     rng = np.random.default_rng(4)
     members = rng.integers(0, 8, 200)
     overhead = 0.5 - 0.01 * members + rng.normal(0, 0.01, 200)
-    base, per_member, _ = fit_engine(np.c_[overhead, members, np.zeros(200)])
+    base, per_member, _, _ = fit_engine(np.c_[overhead, members, np.zeros(200)])
     assert per_member == 0.0 and base == pytest.approx(overhead.mean(), abs=1e-9)
     few = np.array([[0.3, 1, 0], [0.5, 2, 0]])
-    assert fit_engine(few) == (pytest.approx(0.4), 0.0, 0.0)
+    assert fit_engine(few) == (pytest.approx(0.4), 0.0, 0.0, 0.0)
     with pytest.raises(ConfigError, match="per_batch_engine_s"):
         fit_engine(np.empty((0, 3)))
 
@@ -157,8 +158,8 @@ def test_read_run_gives_the_lifecycles_handovers_and_batches(tmp_path: Path) -> 
     assert facts.counts_at(T0 + 55.0) == (3, 0)
     assert facts.counts_at(T0 + 62.0) == (2, 0)  # r3 stopped at 61.2 s
     # 5 full batches with a next: cycle 5.5 s - 200 waves x 25 ms = 0.5 s, one member
-    assert engine_samples(facts) == pytest.approx(np.array([[0.5, 0, 0, k] for k in range(1, 6)]),
-                                                  abs=1e-6)  # the batch: its number
+    assert engine_samples(facts) == pytest.approx(
+        np.array([[0.5, 0, 0, k, 0] for k in range(1, 6)]), abs=1e-6)  # the batch: its number
     assert run_settings(facts.benchmark).profile == "spike-ci"
 
 
@@ -219,6 +220,28 @@ def test_cli_writes_a_calibration_the_twin_reads(tmp_path: Path) -> None:
     values = parse_calibration(yaml.safe_load(out.read_text()), source=str(out))
     assert values["cold_start_alone_s"] == 5.0 and not math.isnan(values["drain_s"])
     assert out.read_text().startswith("# Calibration of the twin")
+
+
+def test_kept_sources_calibrate_to_the_same_file_without_the_store(tmp_path: Path) -> None:
+    """--keep-sources writes each source run's benchmark.json, events.jsonl and
+    batches.parquet (no store); calibrating from the kept runs gives the same text; a bad
+    option keeps nothing."""
+    make_run(tmp_path / "runs")
+    first, again = tmp_path / "first.yaml", tmp_path / "again.yaml"
+    kept = tmp_path / "kept"
+    result = CliRunner().invoke(app, ["twin", "calibrate", str(tmp_path / "runs"), "--out",
+                                      str(first), "--keep-sources", str(kept)])
+    assert result.exit_code == 0, result.output
+    run = kept / "20261123T000000Z-spike-ci"
+    assert sorted(p.name for p in run.iterdir()) == ["batches.parquet", "benchmark.json",
+                                                     "events.jsonl"]
+    result = CliRunner().invoke(app, ["twin", "calibrate", str(kept), "--out", str(again)])
+    assert result.exit_code == 0, result.output
+    assert again.read_text() == first.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    result = CliRunner().invoke(app, ["twin", "calibrate", str(tmp_path / "runs"), "--out",
+                                      str(tmp_path), "--keep-sources", str(elsewhere)])
+    assert result.exit_code == 2 and "--out" in result.output and not elsewhere.exists()
 
 
 def test_cli_bad_input_exits_2_with_one_error_line_each(tmp_path: Path) -> None:
@@ -294,11 +317,29 @@ def test_fit_warmup_recovers_a_replicas_warm_up_and_its_warm_engine_terms() -> N
     batch = rng.integers(1, 30, 600)
     warm = 0.3 + 0.05 * members
     y = warm * (1 + 1.2 * np.exp(-(batch - 1) / 2.0)) + rng.normal(0, 0.01, 600)
-    extra, batches, (base, per_member, per_starting) = fit_warmup(
+    extra, batches, (base, per_member, per_starting, _) = fit_warmup(
         np.c_[y, members, starting, batch])
     assert (extra, batches) == (pytest.approx(1.2, abs=0.051), 2.0)
     assert base == pytest.approx(0.3, abs=0.01) and per_member == pytest.approx(0.05, abs=0.003)
     assert fit_warmup(np.c_[warm, members, starting])[:2] == (0.0, 1.0)
+
+
+def _with_back_to_back_batches(facts, until_s: float, overhead_s):
+    """``facts`` with replica "m"'s full batches back to back from 1 s to ``until_s`` after T0,
+    each taking 5.0 s of record work plus ``overhead_s(start)``."""
+    import dataclasses
+
+    from pytest_lagscale.calibration.calibrate import MIN_BATCHES
+
+    rows, start = [], T0 + 1.0
+    while start < T0 + until_s:
+        cycle = 5.0 + overhead_s(start)
+        rows.append(("m", 2000, start, start + 0.1, start + cycle - 0.05, start + cycle))
+        start += cycle
+    assert len(rows) > MIN_BATCHES
+    batches = pd.DataFrame(rows, columns=["replica_id", "records", "start_s", "write_start_s",
+                                          "write_end_s", "next_start_s"])
+    return dataclasses.replace(facts, batches=batches)
 
 
 def test_fit_starting_delay_finds_when_a_starting_replica_begins_to_slow_batches(
@@ -308,28 +349,58 @@ def test_fit_starting_delay_finds_when_a_starting_replica_begins_to_slow_batches
     finds 3 s, the terms and the samples counted with it."""
     import dataclasses
 
-    from pytest_lagscale.calibration.calibrate import MIN_BATCHES
-
     facts = read_run(make_run(tmp_path))
     lives = {"m": {"replica_started": T0 - 60.0, "engine_ready": T0 - 50.0}}
     lives.update({f"s{i}": {"replica_started": T0 + 7.0 * i, "engine_ready": T0 + 7.0 * i + 30.0}
                   for i in range(40)})
     facts = dataclasses.replace(facts, lifecycles=lives)
     rng = np.random.default_rng(5)
-    rows, start = [], T0 + 1.0
-    while start < T0 + 280.0:
-        aged = facts.counts_at(start, exclude="m", starting_delay_s=3.0)[1]
-        cycle = 5.0 + 0.3 + 0.25 * aged + float(rng.normal(0, 0.005))
-        rows.append(("m", 2000, start, start + 0.1, start + cycle - 0.05, start + cycle))
-        start += cycle
-    assert len(rows) > MIN_BATCHES
-    batches = pd.DataFrame(rows, columns=["replica_id", "records", "start_s", "write_start_s",
-                                          "write_end_s", "next_start_s"])
-    facts = dataclasses.replace(facts, batches=batches)
-    delay_s, per_run, (extra, _batches, (base, per_member, per_starting)) = \
+    facts = _with_back_to_back_batches(facts, 280.0, lambda start: 0.3 + 0.25 * facts.counts_at(
+        start, exclude="m", starting_delay_s=3.0)[1] + float(rng.normal(0, 0.005)))
+    delay_s, per_run, (extra, _batches, (base, per_member, per_starting, _)) = \
         fit_starting_delay([facts])
     assert delay_s == 3.0 and extra == 0.0
     assert (base, per_starting) == (pytest.approx(0.3, abs=0.01), pytest.approx(0.25, abs=0.01))
     assert per_run[0][:, 2].tolist() == engine_samples(facts, 3.0)[:, 2].tolist()
     assert facts.counts_at(T0 + 8.0, starting_delay_s=3.0)[1] == 1  # s0 (8 s), not s1 (1 s)
     assert facts.counts_at(T0 + 8.0)[1] == 2
+
+
+def test_fit_warming_finds_how_long_a_new_member_loads_the_others_more(tmp_path: Path) -> None:
+    """A member's back-to-back batches whose engine time is 0.3 s + 0.03 s per other member +
+    0.04 s more per other member whose engine was ready less than 30 s before the batch (one
+    becomes ready every 12 s and stays): the grid finds 30 s and both terms; the calibration
+    writes them and the twin's parameters read them back."""
+    import dataclasses
+
+    from pytest_lagscale.calibration.calibrate import fit_warming
+
+    facts = read_run(make_run(tmp_path))
+    lives = dict(facts.lifecycles)  # r1, r2, r3 (ready at 5, 49 and 49 s; r3 gone at 61.2 s)
+    lives["m"] = {"replica_started": T0 - 60.0, "engine_ready": T0 - 50.0}
+    lives.update({f"s{i}": {"replica_started": T0 + 12.0 * i - 8.0,
+                            "engine_ready": T0 + 12.0 * i} for i in range(20)})
+    facts = dataclasses.replace(facts, lifecycles=lives)
+    assert facts.warming_at(T0 + 25.0, 30.0, exclude="m") == 4   # r1, s0, s1, s2
+    assert facts.warming_at(T0 + 25.0, 0.0) == 0
+    rng = np.random.default_rng(6)
+    facts = _with_back_to_back_batches(facts, 240.0, lambda start: (
+        0.3 + 0.03 * facts.counts_at(start, exclude="m")[0]
+        + 0.04 * facts.warming_at(start, 30.0, exclude="m") + float(rng.normal(0, 0.003))))
+    warming_s, per_run, (_extra, _batches, fit) = fit_warming([facts])
+    assert warming_s == 30.0
+    assert fit == pytest.approx((0.3, 0.03, 0.0, 0.04), abs=0.005)
+    assert per_run[0][:, 4].tolist() == engine_samples(facts, 0.0, 30.0)[:, 4].tolist()
+    doc = calibrate([facts], "spark")
+    assert doc["processing"]["warming_s"] == 30.0
+    assert doc["processing"]["engine_s_per_warming"] == pytest.approx(0.04, abs=0.005)
+    parsed = parse_calibration(yaml.safe_load(render(doc)), source="x")
+    assert (parsed["engine_warming_s"], parsed["engine_s_per_warming"]) == (
+        30.0, doc["processing"]["engine_s_per_warming"])
+
+
+def test_a_warming_term_without_its_window_is_refused(tmp_path: Path) -> None:
+    doc = yaml.safe_load(render(calibrate([read_run(make_run(tmp_path))], "spark")))
+    doc["processing"]["engine_s_per_warming"] = 0.04
+    with pytest.raises(ConfigError, match="processing.warming_s.*engine_s_per_warming"):
+        parse_calibration(doc, source="x")

@@ -46,6 +46,27 @@ def test_a_starting_replica_slows_batches_only_after_its_starting_delay(spike_pl
     assert starting_at(3.5) == (1, 2, 1)
 
 
+def test_a_warming_member_slows_the_others_batches_more_than_a_settled_one(spike_plan) -> None:
+    """engine_s counts each warming other member engine_s_per_warming more; the world counts a
+    member as warming for engine_warming_s after its engine start, never the batch's own."""
+    from .conftest import one_member_world
+    from pytest_lagscale.twin.world import Replica
+
+    params = with_changes(params_for(spike_plan), per_batch_engine_s=0.2,
+                          engine_s_per_member=0.03, engine_s_per_starting=0.0,
+                          engine_warming_s=30.0, engine_s_per_warming=0.04)
+    assert params.engine_s(members=3, warming=2) == pytest.approx(0.2 + 2 * 0.03 + 2 * 0.04)
+    world, _ = one_member_world(params, [0, 0])
+    own = world.replicas[0]
+    own.ready_at_s = 95.0
+    for rid, ready_s in (("new", 90.0), ("settled", 50.0)):
+        world.replicas.append(Replica(rid=rid, ordinal=1, started_s=ready_s - 8.0, work_s=0.0,
+                                      probe_phase_s=0.0, phase="member", ready_at_s=ready_s))
+    assert world.warming(100.0, own) == 1        # "new" (10 s); not "settled" (50 s), not own
+    assert world.warming(100.0) == 2             # own counts when not excluded
+    assert world.warming(125.0, own) == 0        # "new" settled at 120 s
+
+
 def test_a_replicas_first_batches_take_the_warm_up(spike_plan) -> None:
     """The k-th batch's engine time x (1 + extra x exp(-(k - 1) / batches)); warm: x 1."""
     import math
