@@ -210,8 +210,8 @@ def fit_starting_delay(runs: Sequence[RunFacts]) -> _Fitted:
 
 def fit_warming(runs: Sequence[RunFacts], starting_delay_s: float = 0.0) -> _Fitted:
     """``(warming_s, per_run_samples, fit_warmup result)``: how long after its
-    ``engine_ready`` a member slows the other members' batches more than a settled one (its
-    JIT compiles while it takes its first batches), the value on :data:`WARMING_GRID_S` whose
+    ``engine_ready`` a member slows the other members' batches more than a settled one, the
+    value on :data:`WARMING_GRID_S` whose
     :func:`fit_warmup` over the runs' :func:`engine_samples` (at ``starting_delay_s``, from
     :func:`fit_starting_delay`) leaves the least squared error; the smallest of equal ones,
     so 0 (no warming term) when the split does not lower it: docs/twin.md.

@@ -93,6 +93,9 @@ def calibrate_command(
         text = calibration_text(run_dirs, engine, None if problems else keep_sources)
     except ConfigError as exc:
         problems += exc.problems
+    except OSError as exc:  # --keep-sources could not be written
+        problems.append(f"--keep-sources: got {str(keep_sources)!r}, which cannot be written "
+                        f"({exc.strerror or exc}); give a writable directory")
     if problems:
         raise fail_usage(ConfigError(problems))
     if out is None:

@@ -222,6 +222,8 @@ def keep_facts(facts: RunFacts, out: Path) -> Path:
 
     run = RunDir(facts.path)
     target = out / facts.name
+    if target.resolve() == facts.path.resolve():  # calibrated from the kept copy itself
+        return target
     target.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(run.benchmark_json, target / run.benchmark_json.name)
     shutil.copyfile(run.events_jsonl, target / run.events_jsonl.name)

@@ -65,7 +65,7 @@ class TwinParams:
             replica counts in :attr:`engine_s_per_starting` (its first seconds load the
             machine little: docs/twin.md); 0: from its start.
         engine_warming_s: seconds after its engine start during which a member is warming
-            (its JIT compiles while it takes its first batches: docs/twin.md); 0: none.
+            (it loads the others more than a settled member: docs/twin.md); 0: none.
         engine_s_per_warming: seconds the fixed time grows per other member that is warming,
             beyond :attr:`engine_s_per_member` (which it also counts in).
         engine_warmup_extra: a replica's warm-up (JIT): its k-th batch's engine time is x

@@ -242,7 +242,9 @@ class World:
         (seconds), only those started ``engine_starting_delay_s`` or more before it count as
         starting (the engine's contention terms); without, every one (cold starts, the
         controller's slip)."""
-        members = sum(1 for r in self.replicas if _is_member(r))
+        # _is_member's test, inline: this runs at every batch start and every tick of a start
+        members = sum(1 for r in self.replicas if r.phase in ("subscribing", "member")
+                      or (r.phase == "stopping" and r.subscribe_at_s is not None))
         delay_s = self.params.engine_starting_delay_s
         since_s = t_s - delay_s if t_s is not None and delay_s else math.inf
         starting = sum(1 for r in self.replicas if r.phase == "starting" and r.sigterm_s is None
