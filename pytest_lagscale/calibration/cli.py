@@ -36,7 +36,7 @@ def calibration_text(paths: List[str], engine: str, keep_sources: Path | None = 
 
     Raises:
         ConfigError: bad paths, unreadable runs, no run of the engine, a value without samples,
-            or a result the twin's reader rejects.
+            a result the twin's reader rejects, or a ``keep_sources`` that cannot be written.
     """
     import yaml
 
@@ -63,9 +63,14 @@ def calibration_text(paths: List[str], engine: str, keep_sources: Path | None = 
     text = render(doc)
     parse_calibration(yaml.safe_load(text), source="<calibrated>")
     if keep_sources is not None:
-        for facts in runs:
-            if facts.name in doc["source_runs"]:
-                keep_facts(facts, keep_sources)
+        try:
+            for facts in runs:
+                if facts.name in doc["source_runs"]:
+                    keep_facts(facts, keep_sources)
+        except OSError as exc:
+            raise ConfigError([f"--keep-sources: got {str(keep_sources)!r}, which cannot be "
+                               f"written ({exc.strerror or exc}); give a writable "
+                               "directory"]) from exc
     return text
 
 
@@ -93,9 +98,6 @@ def calibrate_command(
         text = calibration_text(run_dirs, engine, None if problems else keep_sources)
     except ConfigError as exc:
         problems += exc.problems
-    except OSError as exc:  # --keep-sources could not be written
-        problems.append(f"--keep-sources: got {str(keep_sources)!r}, which cannot be written "
-                        f"({exc.strerror or exc}); give a writable directory")
     if problems:
         raise fail_usage(ConfigError(problems))
     if out is None:

@@ -244,6 +244,21 @@ def test_kept_sources_calibrate_to_the_same_file_without_the_store(tmp_path: Pat
     assert result.exit_code == 2 and "--out" in result.output and not elsewhere.exists()
 
 
+def test_an_unwritable_keep_sources_exits_2_naming_it_and_writes_no_calibration(
+        tmp_path: Path) -> None:
+    """--keep-sources where nothing can be written (under /sys) is one error line naming the
+    option, exit 2, no traceback, and no --out file."""
+    make_run(tmp_path / "runs")
+    out = tmp_path / "cal.yaml"
+    result = CliRunner().invoke(app, ["twin", "calibrate", str(tmp_path / "runs"), "--out",
+                                      str(out), "--keep-sources", "/sys/kernel/lagscale-kept"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "--keep-sources: got '/sys/kernel/lagscale-kept'" in lines[0]
+    assert "cannot be written" in lines[0] and "Traceback" not in result.output
+    assert not out.exists()
+
+
 def test_cli_bad_input_exits_2_with_one_error_line_each(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()
